@@ -1,0 +1,44 @@
+# Encoder-Decoder Transformers, from NumPy to GPU.
+# Two commands set everything up on a fresh machine: `make lab` and `make test`.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(CURDIR)/$(VENV)/bin
+STAMP  := $(VENV)/.installed
+# nbgrader runs `alembic` by name, so the venv's bin must come first on PATH.
+export PATH := $(BIN):$(PATH)
+export PYTHONNOUSERSITE := 1
+
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LAB_PORT  ?= 8888
+
+.PHONY: help install lab test release autograde grade validate bench capstone gpu-check test-browser clean
+
+help:
+	@echo "make lab          open the course in JupyterLab (students)"
+	@echo "make test         install everything and run the whole test suite"
+	@echo "make grade        grade your own course/ notebooks (LESSON=05 for one lesson)"
+	@echo "make release      regenerate course/ from solutions/ (instructors)"
+	@echo "make autograde    grade autograder/submitted/* into autograder/grades.csv (JOBS=N)"
+	@echo "make validate     nbgrader validate on course/; fails when a test fails"
+	@echo "make capstone     train the PyTorch model (GPU when present) and write a report"
+	@echo "make bench        speed and throughput figures, side by side"
+
+# The venv is built once and rebuilt only when the pins or the package metadata change.
+install: $(STAMP)
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=course --ServerApp.port=$(LAB_PORT) $(ROOT_FLAG)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,229 @@
+"""The PyTorch twin of the NumPy model: the same architecture, parameter names and shapes.
+
+Every parameter is stored exactly as in NumPy (W used as x @ W, gammas of shape (d_model,)),
+so `state_dict()` keys equal `encdec.Seq2Seq.parameters()` keys and weights move between the
+two without loss in float64 (`from_numpy`, `to_numpy`). The torch side is the fast path: fused
+kernels (F.scaled_dot_product_attention, F.rms_norm), any device, autograd.
+"""
+
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .layers import sinusoidal_positions
+from .model import ModelConfig
+from .model import Seq2Seq as NumpySeq2Seq
+
+
+def _matrix(d_in, d_out, generator=None):
+    w = torch.empty(d_in, d_out)
+    nn.init.normal_(w, 0.0, 1.0 / math.sqrt(d_in), generator=generator)
+    return nn.Parameter(w)
+
+
+def split_heads(x, n_heads):
+    *lead, T, d = x.shape
+    return x.reshape(*lead, T, n_heads, d // n_heads).transpose(-2, -3)  # (..., h, T, d_k)
+
+
+def merge_heads(x):
+    x = x.transpose(-2, -3)  # (..., T, h, d_k)
+    return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, n_heads, generator=None):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.W_q = _matrix(d_model, d_model, generator)
+        self.W_k = _matrix(d_model, d_model, generator)
+        self.W_v = _matrix(d_model, d_model, generator)
+        self.W_o = _matrix(d_model, d_model, generator)
+
+    def forward(self, query_input, key_value_input=None, mask=None, need_weights=False):
+        """query_input (..., m, d), key_value_input (..., n, d) or None (self-attention),
+        additive mask broadcastable to (..., h, m, n). Returns (output, weights or None)."""
+        h = self.n_heads
+        if key_value_input is None:  # one fused projection for Q, K and V
+            qkv = query_input @ torch.cat([self.W_q, self.W_k, self.W_v], dim=1)
+            Q, K, V = (split_heads(t, h) for t in qkv.split(self.d_model, dim=-1))
+        else:
+            Q = split_heads(query_input @ self.W_q, h)
+            kv = key_value_input @ torch.cat([self.W_k, self.W_v], dim=1)
+            K, V = (split_heads(t, h) for t in kv.split(self.d_model, dim=-1))
+        if need_weights:
+            scores = Q @ K.transpose(-1, -2) / math.sqrt(self.d_k)
+            if mask is not None:
+                scores = scores + mask
+            weights = torch.softmax(scores, dim=-1)
+            heads = weights @ V
+        else:
+            weights = None
+            heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+        return merge_heads(heads) @ self.W_o, weights
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff, generator=None):
+        super().__init__()
+        self.W1 = _matrix(d_model, d_ff, generator)
+        self.b1 = nn.Parameter(torch.zeros(d_ff))
+        self.W2 = _matrix(d_ff, d_model, generator)
+        self.b2 = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        return F.gelu(x @ self.W1 + self.b1, approximate="tanh") @ self.W2 + self.b2
+
+
+def _rms(x, gamma, eps=1e-6):
+    return F.rms_norm(x, gamma.shape, gamma, eps)
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, generator=None):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, generator)
+        self.ffn = FeedForward(d_model, d_ff, generator)
+        self.norm1_gamma = nn.Parameter(torch.ones(d_model))
+        self.norm2_gamma = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x, mask=None):
+        x = x + self.self_attn(_rms(x, self.norm1_gamma), mask=mask)[0]
+        return x + self.ffn(_rms(x, self.norm2_gamma))
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, generator=None):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, generator)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, generator)
+        self.ffn = FeedForward(d_model, d_ff, generator)
+        self.norm1_gamma = nn.Parameter(torch.ones(d_model))
+        self.norm2_gamma = nn.Parameter(torch.ones(d_model))
+        self.norm3_gamma = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None, need_weights=False):
+        """Returns (output, cross_weights or None): self -> cross -> FFN, pre-norm, residuals."""
+        x = x + self.self_attn(_rms(x, self.norm1_gamma), mask=self_attn_mask)[0]
+        out, weights = self.cross_attn(_rms(x, self.norm2_gamma), encoder_output,
+                                       mask=cross_attn_mask, need_weights=need_weights)
+        x = x + out
+        return x + self.ffn(_rms(x, self.norm3_gamma)), weights
+
+
+class Seq2Seq(nn.Module):
+    """Same [CONFIG] (ModelConfig) and [LEARNED] names as encdec.Seq2Seq."""
+
+    def __init__(self, config, seed=None):
+        super().__init__()
+        self.config = c = config
+        g = None if seed is None else torch.Generator().manual_seed(seed)
+        emb = torch.empty(c.vocab_size, c.d_model)
+        nn.init.normal_(emb, 0.0, 1.0 / math.sqrt(c.d_model), generator=g)
+        self.embedding = nn.Parameter(emb)
+        self.encoder = nn.ModuleList(
+            EncoderBlock(c.d_model, c.n_heads, c.d_ff, g) for _ in range(c.n_encoder_layers))
+        self.decoder = nn.ModuleList(
+            DecoderBlock(c.d_model, c.n_heads, c.d_ff, g) for _ in range(c.n_decoder_layers))
+        self.encoder_norm_gamma = nn.Parameter(torch.ones(c.d_model))
+        self.decoder_norm_gamma = nn.Parameter(torch.ones(c.d_model))
+        self.register_buffer("positions", torch.from_numpy(sinusoidal_positions(512, c.d_model)).float(),
+                             persistent=False)
+
+    def _positions(self, T, dtype):
+        if T > self.positions.shape[0]:
+            pe = torch.from_numpy(sinusoidal_positions(T, self.config.d_model))
+            return pe.to(device=self.positions.device, dtype=dtype)
+        if dtype == torch.float64:  # exact float64 positions, as NumPy computes them
+            return torch.from_numpy(sinusoidal_positions(T, self.config.d_model)).to(self.positions.device)
+        return self.positions[:T].to(dtype)
+
+    def embed(self, tokens):
+        x = F.embedding(tokens, self.embedding) * math.sqrt(self.config.d_model)
+        return x + self._positions(tokens.shape[-1], x.dtype)
+
+    def padding_mask(self, tokens, dtype):
+        """(..., n) -> (..., 1, 1, n) additive mask, -inf at pad keys."""
+        zero = torch.zeros((), dtype=dtype, device=tokens.device)
+        ninf = torch.full((), float("-inf"), dtype=dtype, device=tokens.device)
+        return torch.where(tokens == self.config.pad_id, ninf, zero)[..., None, None, :]
+
+    def encode(self, src):
+        mask = self.padding_mask(src, self.embedding.dtype)
+        x = self.embed(src)
+        for block in self.encoder:
+            x = block(x, mask)
+        return _rms(x, self.encoder_norm_gamma, self.config.eps), mask
+
+    def decode(self, tgt_in, H_enc, src_mask, return_attention=False):
+        m = tgt_in.shape[-1]
+        causal = torch.triu(torch.full((m, m), float("-inf"), dtype=H_enc.dtype, device=H_enc.device), 1)
+        self_mask = causal + self.padding_mask(tgt_in, H_enc.dtype)
+        x = self.embed(tgt_in)
+        cross = []
+        for block in self.decoder:
+            x, w = block(x, H_enc, self_mask, src_mask, need_weights=return_attention)
+            cross.append(w)
+        logits = _rms(x, self.decoder_norm_gamma, self.config.eps) @ self.embedding.T
+        return (logits, cross) if return_attention else logits
+
+    def forward(self, src, tgt_in):
+        H_enc, src_mask = self.encode(src)
+        return self.decode(tgt_in, H_enc, src_mask)
+
+    @torch.no_grad()
+    def greedy_decode(self, src, bos_id, eos_id, max_len):
+        """Batched greedy decoding (src (B, n)) -> (B, L) ids, pad after each row's first EOS."""
+        pad = self.config.pad_id
+        H_enc, src_mask = self.encode(src)
+        B = src.shape[0]
+        tgt_in = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for _ in range(max_len):
+            logits = self.decode(tgt_in, H_enc, src_mask)[:, -1]
+            logits[:, [pad, bos_id]] = float("-inf")
+            nxt = torch.where(done, torch.full_like(done, pad, dtype=torch.long), logits.argmax(-1))
+            out.append(nxt)
+            done |= nxt == eos_id
+            if bool(done.all()):
+                break
+            tgt_in = torch.cat([tgt_in, nxt[:, None]], dim=1)
+        return torch.stack(out, dim=1)
+
+
+# -- weight transfer -----------------------------------------------------------------------------
+def load_numpy_parameters(module, params):
+    """Copy a dict of NumPy arrays (encdec names) into a torch module, keeping its dtype/device."""
+    own = dict(module.named_parameters())
+    missing, extra = set(own) - set(params), set(params) - set(own)
+    if missing or extra:
+        raise ValueError(f"parameter names differ: missing {sorted(missing)}, unexpected {sorted(extra)}")
+    with torch.no_grad():
+        for name, p in own.items():
+            value = np.asarray(params[name])
+            if tuple(p.shape) != value.shape:
+                raise ValueError(f"{name}: torch shape {tuple(p.shape)} vs NumPy shape {value.shape}")
+            p.copy_(torch.from_numpy(value).to(dtype=p.dtype, device=p.device))
+    return module
+
+
+def from_numpy(np_model, dtype=torch.float64, device="cpu"):
+    """A torch twin holding exactly the NumPy model's weights (lossless in float64)."""
+    model = Seq2Seq(np_model.config).to(dtype=dtype, device=device)
+    return load_numpy_parameters(model, np_model.parameters())
+
+
+def numpy_parameters(module):
+    """The torch module's parameters as float64 NumPy arrays, by encdec name."""
+    return {name: p.detach().to("cpu", torch.float64).numpy().copy() for name, p in module.named_parameters()}
+
+
+def to_numpy(module):
+    """A NumPy encdec.Seq2Seq with exactly the torch model's weights."""
+    return NumpySeq2Seq(module.config, rng=0).load_parameters(numpy_parameters(module))
