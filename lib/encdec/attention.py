@@ -153,6 +153,7 @@ class MultiHeadAttention:
                  self-attention; mask broadcastable to (..., h, m, n).
         Returns: (output (..., m, d_model), weights (..., h, m, n)).
         """
+        check_last_dim(as_float(query_input, "query_input", 2), self.d_model, "query_input")
         if key_value_input is None:
             key_value_input = query_input
         K, V = self.project_kv(key_value_input)
