@@ -1,0 +1,480 @@
+"""The checking layer: tests that teach.
+
+A checker compares a student's function (or class) with the reference on fixed and randomised
+inputs, and on a mismatch says *what* is wrong: it matches the student's output against a
+catalog of known-wrong implementations (encdec.mistakes) and names the misconception, or
+else reports the shape mismatch or the first differing index, expected vs got.
+
+It is written for nbgrader test cells:
+- the cell's last expression is the checker's return value, a float between 0 and the
+  exercise's points, which nbgrader records as partial credit;
+- every message goes to stdout. Student code runs with warnings captured and stdout/stderr
+  redirected, because nbgrader gives zero to a test cell that writes anything to stderr;
+- a checker never raises: a crash of student code becomes a message and lost points.
+"""
+
+import contextlib
+import inspect
+import io
+import math
+import sys
+import traceback
+import types
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PASS, FAIL = "✓", "✗"
+
+# Tolerances: float64 answers must agree to rounding; float32 answers to float32 precision.
+RTOL, ATOL = 1e-6, 1e-9
+RTOL32, ATOL32 = 2e-4, 1e-5
+
+
+# -- finding the student's answer ----------------------------------------------------------------
+def _caller_namespace():
+    """Globals of the first frame outside the encdec.checks package: the notebook's namespace."""
+    frame = sys._getframe(1)
+    package = __name__.rsplit(".", 1)[0]
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(package):
+        frame = frame.f_back
+    return frame.f_globals if frame is not None else {}
+
+
+def rebind(fn, **replacements):
+    """A copy of function `fn` whose global names in `replacements` point elsewhere.
+
+    Used to run a student's function with the reference in place of an earlier exercise it
+    calls (charge each mistake once). Methods of a class are rebound one by one.
+    """
+    if isinstance(fn, type):
+        methods = {name: rebind(m, **replacements) for name, m in vars(fn).items()
+                   if isinstance(m, types.FunctionType)}
+        return type(fn.__name__, (fn,), methods)
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    code = fn.__code__
+    names = set(code.co_names) & set(replacements)
+    free = set(code.co_freevars) & set(replacements)
+    if not names and not free:
+        return fn
+    env = dict(fn.__globals__)
+    env.update({k: replacements[k] for k in names})
+    closure = fn.__closure__
+    if free:
+        closure = tuple(types.CellType(replacements[name]) if name in free else cell
+                        for name, cell in zip(code.co_freevars, fn.__closure__))
+    new = types.FunctionType(code, env, fn.__name__, fn.__defaults__, closure)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    return new
+
+
+# -- running student code -----------------------------------------------------------------------
+class Delegated(BaseException):
+    """The student's code called the reference implementation it is being checked against."""
+
+
+@dataclass
+class Outcome:
+    value: object = None
+    error: BaseException = None
+    error_text: str = ""
+    warnings: list = field(default_factory=list)
+    printed: str = ""
+    delegated: str = ""
+
+
+def _student_traceback(exc):
+    """The last frame of the traceback that is the student's code (not numpy, not encdec)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if "encdec" not in f.filename and "site-packages" not in f.filename
+            and "/lib/python" not in f.filename]
+    where = ""
+    if mine:
+        f = mine[-1]
+        where = f" (in {f.name}, line {f.lineno}: {f.line.strip() if f.line else ''})"
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def run_student(fn, args=(), kwargs=None, forbidden=()):
+    """Call fn(*args, **kwargs) safely: capture warnings, prints and exceptions; detect delegation.
+
+    `forbidden` are reference functions whose code must not run inside the student's call.
+    """
+    kwargs = kwargs or {}
+    forbidden_codes = {getattr(f, "__code__", None): getattr(f, "__qualname__", "?") for f in forbidden}
+    forbidden_codes.pop(None, None)
+    hit = []
+
+    def profiler(frame, event, arg):
+        if event == "call" and frame.f_code in forbidden_codes:
+            hit.append(forbidden_codes[frame.f_code])
+            sys.setprofile(None)
+            raise Delegated(forbidden_codes[frame.f_code])
+
+    out = Outcome()
+    buffer = io.StringIO()
+    previous = sys.getprofile()
+    with warnings.catch_warnings(record=True) as caught, \
+            contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        warnings.simplefilter("always")
+        try:
+            if forbidden_codes:
+                sys.setprofile(profiler)
+            try:
+                out.value = fn(*args, **kwargs)
+            finally:
+                sys.setprofile(previous)
+        except Delegated:
+            pass
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit too: a student's sys.exit() must not end grading
+            out.error = exc
+            out.error_text = _student_traceback(exc)
+    if hit:
+        out.delegated = hit[0]
+        out.error = Delegated(hit[0])
+    out.warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
+    out.printed = buffer.getvalue()
+    return out
+
+
+# -- comparing ------------------------------------------------------------------------------------
+def _as_array(x):
+    try:
+        arr = np.asarray(x)
+    except Exception:
+        return None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        return None
+    return arr
+
+
+def _fmt(v):
+    return f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
+def compare(got, expected, float32=False, names=None):
+    """None when `got` matches `expected`, else a message: type, shape, or first differing index.
+
+    Tuples are compared item by item (`names` labels the items, e.g. ("output", "weights")).
+    """
+    if isinstance(expected, tuple):
+        if not isinstance(got, (tuple, list)):
+            return (f"expected a tuple of {len(expected)} ({', '.join(names or ())}), "
+                    f"got {type(got).__name__}" + (" (did you forget `return`?)" if got is None else ""))
+        if len(got) != len(expected):
+            return f"expected a tuple of {len(expected)} ({', '.join(names or ())}), got {len(got)} items"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            msg = compare(g, e, float32)
+            if msg:
+                label = names[i] if names else f"item {i}"
+                return f"{label}: {msg}"
+        return None
+    if got is None:
+        return "your function returned None (did you forget `return`?)"
+    arr = _as_array(got)
+    if arr is None:
+        return f"expected a NumPy array, got {type(got).__name__}"
+    exp = np.asarray(expected)
+    if arr.shape != exp.shape:
+        return f"shape: expected {exp.shape}, got {arr.shape}"
+    if np.issubdtype(exp.dtype, np.integer) or exp.dtype == bool:
+        bad = arr != exp
+    else:
+        rtol, atol = (RTOL32, ATOL32) if float32 else (RTOL, ATOL)
+        with np.errstate(all="ignore"):
+            bad = ~np.isclose(arr.astype(np.float64), exp.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+    if not np.any(bad):
+        return None
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = f" at index {idx}" if idx else ""
+    return (f"values differ{where}: expected {_fmt(exp[idx])}, got {_fmt(arr[idx])} "
+            f"({int(np.sum(bad))} of {bad.size} entries differ)")
+
+
+def same(a, b, float32=False):
+    return compare(a, b, float32) is None
+
+
+# -- the catalog of known mistakes -----------------------------------------------------------------
+@dataclass
+class Mistake:
+    exercise: str
+    key: str
+    diagnosis: str
+    impl: object  # a function (or a method to put in place of the exercise's method)
+
+    def run(self, args, kwargs):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            try:
+                return self.impl(*args, **(kwargs or {})), None
+            except Exception as exc:  # a mistake may fail the way the student's code fails
+                return None, exc
+
+
+def bind_catalog(mistakes, obj):
+    """Mistakes written as methods (def __call__(self, ...)) bound to an instance `obj`."""
+    import dataclasses
+    return [dataclasses.replace(m, impl=types.MethodType(m.impl, obj)) for m in mistakes]
+
+
+class Catalog:
+    """Known-wrong implementations of each exercise, each with the misconception it shows."""
+
+    def __init__(self):
+        self.entries = {}
+
+    def mistake(self, exercise, key, diagnosis):
+        def register(fn):
+            self.entries.setdefault(exercise, []).append(Mistake(exercise, key, diagnosis, fn))
+            return fn
+        return register
+
+    def __getitem__(self, exercise):
+        return self.entries.get(exercise, [])
+
+    def find(self, exercise, key):
+        for m in self[exercise]:
+            if m.key == key:
+                return m
+        raise KeyError(f"{exercise}: no mistake {key!r}")
+
+
+@dataclass
+class Exercise:
+    """A graded exercise: what the student defines and how it is checked.
+
+    `checker(answer, points=..., hidden=...)` grades an answer. For a class exercise the student
+    writes `method` of class `name`; `answer_from(impl)` turns a function (a catalog mistake or
+    a correct variant) into an answer the checker accepts.
+    """
+
+    number: str
+    name: str
+    checker: object
+    points: float
+    reference: object = None
+    method: str = None
+
+    def answer_from(self, impl):
+        if self.method is None:
+            return impl
+        return type(self.name, (self.reference,), {self.method: impl})
+
+
+# -- the checker ------------------------------------------------------------------------------------
+@dataclass
+class Case:
+    """One input to try: positional args, keyword args, a label the student reads."""
+
+    label: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    float32: bool = False
+    hidden: bool = False
+
+
+class Checker:
+    """Collects the parts of one exercise's check, prints the report and returns the score."""
+
+    def __init__(self, exercise, title, points, hidden=False):
+        self.exercise, self.title, self.points, self.hidden = exercise, title, points, hidden
+        self.parts = []  # (label, weight, ok, message)
+        self.notes = []
+        self.stopped = None  # a message that ends the check early (no answer, delegation)
+        self.diagnoses = []  # misconceptions named so far (each explained once)
+
+    # finding the answer
+    def find(self, obj, name, kind="function"):
+        """The student's answer: `obj` if given, else the name looked up in the notebook."""
+        if obj is None:
+            obj = _caller_namespace().get(name)
+        if obj is None:
+            self.stopped = (f"no {kind} named `{name}` is defined. Run the cell that defines it "
+                            f"(and keep the name `{name}`), then run this test again.")
+            return None
+        if kind == "class" and not isinstance(obj, type):
+            self.stopped = f"`{name}` should be a class, got {type(obj).__name__}"
+            return None
+        if kind == "function" and not callable(obj):
+            self.stopped = f"`{name}` should be a function, got {type(obj).__name__}"
+            return None
+        return obj
+
+    def note(self, text):
+        if text not in self.notes:
+            self.notes.append(text)
+
+    # recording parts
+    def record(self, label, ok, message="", weight=1.0):
+        self.parts.append((label, weight, bool(ok), message))
+        return ok
+
+    def _explain_error(self, outcome):
+        if outcome.delegated:
+            self.stopped = (f"your code calls the reference `{outcome.delegated}` from encdec, the very "
+                            "function this exercise asks you to write. Write it yourself with NumPy.")
+            return self.stopped
+        exc = outcome.error
+        if isinstance(exc, NotImplementedError):
+            return "not implemented yet: replace `raise NotImplementedError()` with your code"
+        return f"your code raised {outcome.error_text}"
+
+    def _absorb(self, outcome, label):
+        if outcome.warnings:
+            shown = "; ".join(sorted(set(outcome.warnings))[:2])
+            self.note(f"your code warned ({label}): {shown}. Warnings cost no points, "
+                      "but they often point at overflow or division by zero.")
+        if outcome.printed.strip():
+            self.note("your code printed while being checked (not shown here).")
+
+    def check_cases(self, label, student, reference, cases, catalog=(), forbidden=(), weight=1.0,
+                    names=None, postprocess=None):
+        """One part: every case must match the reference; on the first mismatch diagnose it.
+
+        `reference(*args, **kwargs)` computes the expected value; `catalog` is a list of Mistake.
+        `postprocess(value)` maps outputs before comparison (e.g. drop parts not being checked).
+        Returns True when the part passes.
+        """
+        if self.stopped:
+            return False
+        for case in cases:
+            if case.hidden and not self.hidden:
+                continue
+            args = _copy(case.args)
+            outcome = run_student(student, args, _copy(case.kwargs), forbidden)
+            self._absorb(outcome, case.label)
+            expected = reference(*_copy(case.args), **_copy(case.kwargs))
+            if postprocess is not None:
+                expected = postprocess(expected)
+            if outcome.error is not None:
+                if outcome.delegated:
+                    self._explain_error(outcome)
+                    return self.record(label, False, self.stopped, weight)
+                diagnosis = self._once(diagnose_error(outcome.error, catalog, case))
+                msg = self._explain_error(outcome)
+                return self.record(label, False, _join(case, msg, diagnosis), weight)
+            got = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
+            problem = compare(got, expected, case.float32, names)
+            if problem:
+                diagnosis = self._once(diagnose(got, catalog, case, case.float32, postprocess))
+                return self.record(label, False, _join(case, problem, diagnosis), weight)
+            if not _inputs_untouched(args, case.args):
+                self.note("your function changed one of its input arrays in place; "
+                          "callers do not expect that (use x = x - ... rather than x -= ...).")
+        return self.record(label, True, "", weight)
+
+    def _once(self, diagnosis):
+        if not diagnosis:
+            return ""
+        if diagnosis in self.diagnoses:
+            return "the same as above."
+        self.diagnoses.append(diagnosis)
+        return diagnosis
+
+    def check(self, label, condition_fn, message, weight=1.0):
+        """A part decided by a predicate (run safely): condition_fn() -> bool."""
+        if self.stopped:
+            return False
+        outcome = run_student(condition_fn)
+        self._absorb(outcome, label)
+        if outcome.error is not None:
+            return self.record(label, False, self._explain_error(outcome), weight)
+        return self.record(label, bool(outcome.value), "" if outcome.value else message, weight)
+
+    # the result
+    def score(self):
+        if self.stopped or not self.parts:
+            return 0.0
+        total = sum(w for _, w, _, _ in self.parts)
+        earned = sum(w for _, w, ok, _ in self.parts if ok)
+        return math.floor(self.points * earned / total * 100 + 1e-9) / 100
+
+    def report(self):
+        score = self.score()
+        lines = [f"Exercise {self.exercise} · {self.title}: {_fmt_points(score)} / {_fmt_points(self.points)} points"
+                 + ("  (with the hidden grading cases)" if self.hidden else "")]
+        if self.stopped:
+            lines.append(f"  {FAIL} {self.stopped}")
+        for label, _, ok, message in self.parts:
+            if not (self.stopped and not ok and message == self.stopped):
+                lines.append(f"  {PASS if ok else FAIL} {label}" + (f": {message}" if message else ""))
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        if score == self.points:
+            lines.append("  All checks pass.")
+        return "\n".join(lines)
+
+    def result(self):
+        """Print the report to stdout and return the score (the test cell's value)."""
+        print(self.report())
+        return self.score()
+
+
+def _fmt_points(x):
+    return f"{x:g}"
+
+
+def _join(case, problem, diagnosis):
+    text = f"[{case.label}] {problem}"
+    if diagnosis:
+        text += f"\n      Likely cause: {diagnosis}"
+    return text
+
+
+def _safe(fn, value):
+    try:
+        return fn(value)
+    except Exception:
+        return value
+
+
+def _copy(obj):
+    if isinstance(obj, np.ndarray):
+        return obj.copy()
+    if isinstance(obj, tuple):
+        return tuple(_copy(o) for o in obj)
+    if isinstance(obj, list):
+        return [_copy(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _copy(v) for k, v in obj.items()}
+    return obj
+
+
+def _inputs_untouched(after, before):
+    for a, b in zip(after, before):
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape:
+            if not np.array_equal(a, b, equal_nan=True):
+                return False
+    return True
+
+
+def diagnose(got, catalog, case, float32=False, postprocess=None):
+    """The diagnosis of the first catalog mistake whose output equals the student's, else ''."""
+    for m in catalog:
+        value, error = m.run(_copy(case.args), _copy(case.kwargs))
+        if error is not None:
+            continue
+        if postprocess is not None:
+            value = _safe(postprocess, value)
+        if compare(got, value, float32) is None:
+            return m.diagnosis
+    return ""
+
+
+def diagnose_error(exc, catalog, case):
+    """A mistake that fails on this input with the same error as the student's (the same
+    message, or else the only mistake failing with that type of error)."""
+    same_type = []
+    for m in catalog:
+        _, error = m.run(_copy(case.args), _copy(case.kwargs))
+        if error is not None and type(error) is type(exc):
+            if str(error) == str(exc):
+                return m.diagnosis
+            same_type.append(m)
+    return same_type[0].diagnosis if len(same_type) == 1 else ""

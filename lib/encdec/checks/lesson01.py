@@ -1,0 +1,146 @@
+"""Checkers for lesson 01, Attention from scratch.
+
+Exercise 1.1 softmax (3 points), 1.2 scaled_dot_product_attention (4), 1.3 sinusoidal_positions (2),
+1.4 the order of the steps of attention (1).
+"""
+
+import numpy as np
+
+from .. import attention, layers
+from ..mistakes import CATALOG
+from ..mistakes import lesson01 as _register  # noqa: F401  (fills the catalog)
+from .core import Case, Checker, Exercise, rebind
+from .ordering import Ordering, Step
+
+POINTS = {"1.1": 3, "1.2": 4, "1.3": 2, "1.4": 1}
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+# -- Exercise 1.1 -------------------------------------------------------------------------------------
+def softmax_cases():
+    r = _rng(11)
+    far_apart = np.stack([r.normal(size=5) + 1e3, r.normal(size=5) - 1e3, r.normal(size=5) * 1e3])
+    return {
+        "rows": [Case("a (3, 5) matrix of scores", (r.normal(size=(3, 5)) * 2,)),
+                 Case("a single row of 4 scores", (r.normal(size=4),)),
+                 Case("a (4, 6) matrix", (r.normal(size=(4, 6)),), hidden=True)],
+        "large": [Case("large logits: rows near +1000, near -1000, and spread by 1000", (far_apart,)),
+                  Case("large logits (about 1e4)", (r.normal(size=(3, 4)) * 1e4,), hidden=True)],
+        "axis": [Case("axis=0 on a (4, 3) matrix", (r.normal(size=(4, 3)),), {"axis": 0}),
+                 Case("axis=1 on a (2, 3, 4) array", (r.normal(size=(2, 3, 4)),), {"axis": 1}, hidden=True)],
+        "batched": [Case("a batch of shape (2, 3, 4, 5)", (r.normal(size=(2, 3, 4, 5)),)),
+                    Case("float32 input", (r.normal(size=(3, 5)).astype(np.float32),), float32=True),
+                    Case("near-zero inputs (1e-12)", (r.normal(size=(2, 5)) * 1e-12,), hidden=True)],
+    }
+
+
+def check_softmax(softmax=None, *, points=POINTS["1.1"], hidden=False):
+    """Exercise 1.1: stable softmax along `axis`."""
+    c = Checker("1.1", "softmax", points, hidden)
+    fn = c.find(softmax, "softmax")
+    cases, catalog = softmax_cases(), CATALOG["softmax"]
+    common = dict(catalog=catalog, forbidden=[attention.softmax])
+    c.check_cases("each row becomes a distribution", fn, attention.softmax, cases["rows"], **common)
+    c.check_cases("large logits stay finite", fn, attention.softmax, cases["large"], **common)
+    c.check_cases("the axis argument is respected", fn, attention.softmax, cases["axis"], **common)
+    c.check_cases("batched and float32 inputs", fn, attention.softmax, cases["batched"], **common)
+    return c.result()
+
+
+# -- Exercise 1.2 -------------------------------------------------------------------------------------
+def attention_cases():
+    r = _rng(12)
+
+    def qkv(lead, m, n, d_k, d_v, scale=1.0, dtype=np.float64):
+        return tuple((r.normal(size=lead + s) * scale).astype(dtype)
+                     for s in ((m, d_k), (n, d_k), (n, d_v)))
+
+    causal = attention.create_causal_mask(4)
+    pad = np.where(np.arange(5) >= 3, -np.inf, 0.0)[None, :]  # keys 3 and 4 hidden
+    batch_pad = np.where(np.array([[0, 0, 0, 1, 1], [0, 0, 0, 0, 0]]) == 1, -np.inf, 0.0)[:, None, :]
+    return {
+        "basic": [Case("unbatched, m=3 queries, n=5 keys, d_k=4, d_v=2", qkv((), 3, 5, 4, 2)),
+                  Case("one query, d_k=1", qkv((), 1, 6, 1, 3), hidden=True)],
+        "batched": [Case("batched, leading shape (2,), m=3, n=4", qkv((2,), 3, 4, 4, 2)),
+                    Case("leading shape (2, 3), m=4, n=2", qkv((2, 3), 4, 2, 6, 5), hidden=True)],
+        "masked": [Case("causal mask, m=n=4", qkv((), 4, 4, 3, 2) + (causal,)),
+                   Case("padding mask hiding keys 3 and 4, m=3, n=5", qkv((), 3, 5, 4, 2) + (pad,)),
+                   Case("per-batch padding mask (2, 1, 5)", qkv((2,), 3, 5, 4, 2) + (batch_pad,), hidden=True)],
+        "robust": [Case("float32 inputs", qkv((), 3, 5, 4, 2, dtype=np.float32), float32=True),
+                   Case("large scores (entries about 30)", qkv((), 3, 5, 8, 2, scale=30.0)),
+                   Case("masked large scores", qkv((2,), 4, 4, 8, 3, scale=30.0) + (causal,), hidden=True)],
+    }
+
+
+def check_scaled_dot_product_attention(scaled_dot_product_attention=None, *, points=POINTS["1.2"], hidden=False):
+    """Exercise 1.2: softmax(Q K^T / sqrt(d_k) + mask) V, returning (output, weights).
+
+    Your `softmax` is replaced by the reference while this runs, so a mistake in Exercise 1.1
+    is not charged again here.
+    """
+    c = Checker("1.2", "scaled_dot_product_attention", points, hidden)
+    fn = c.find(scaled_dot_product_attention, "scaled_dot_product_attention")
+    fn = rebind(fn, softmax=attention.softmax)
+    cases = attention_cases()
+    common = dict(catalog=CATALOG["scaled_dot_product_attention"], names=("output", "weights"),
+                  forbidden=[attention.scaled_dot_product_attention, attention.cross_attention])
+    ref = attention.scaled_dot_product_attention
+    c.check_cases("unbatched, rectangular (m != n)", fn, ref, cases["basic"], **common)
+    c.check_cases("leading batch dimensions", fn, ref, cases["batched"], **common)
+    c.check_cases("masks (causal and padding)", fn, ref, cases["masked"], **common)
+    c.check_cases("float32 and large scores", fn, ref, cases["robust"], **common)
+    return c.result()
+
+
+# -- Exercise 1.3 -------------------------------------------------------------------------------------
+def check_sinusoidal_positions(sinusoidal_positions=None, *, points=POINTS["1.3"], hidden=False):
+    """Exercise 1.3: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same)."""
+    c = Checker("1.3", "sinusoidal_positions", points, hidden)
+    fn = c.find(sinusoidal_positions, "sinusoidal_positions")
+    common = dict(catalog=CATALOG["sinusoidal_positions"], forbidden=[layers.sinusoidal_positions])
+    ref = layers.sinusoidal_positions
+    c.check_cases("even width", fn, ref, [Case("n=6 positions, d=8", (6, 8)),
+                                          Case("n=50, d=16", (50, 16)),
+                                          Case("n=128, d=64", (128, 64), hidden=True)], **common)
+    c.check_cases("odd width", fn, ref, [Case("n=5, d=7", (5, 7)),
+                                         Case("n=3, d=1", (3, 1), hidden=True)], **common)
+    return c.result()
+
+
+# -- Exercise 1.4 -------------------------------------------------------------------------------------
+ATTENTION_ORDER = Ordering(
+    "1.4", "the steps of attention, in order", "attention_order",
+    steps=[
+        Step("look up each token's embedding vector",
+             "Everything starts from the tokens' vectors: there is nothing to add positions to before them."),
+        Step("add the sinusoidal position encodings",
+             "Positions are added to the embeddings before any attention, because attention itself "
+             "ignores order: without them, shuffling the tokens would just shuffle the outputs."),
+        Step("score every query against every key: Q K^T",
+             "Scores compare queries with keys, which are computed from the position-aware vectors."),
+        Step("scale the scores by 1/sqrt(d_k) and add the mask",
+             "Scaling and masking act on the raw scores, so they come right after Q K^T and before the softmax."),
+        Step("softmax along the key axis",
+             "The softmax must see the final, scaled and masked scores: exp(-inf) = 0 is what hides a key."),
+        Step("take the weighted sum of the values",
+             "The values are mixed with the weights, so the weights (the softmax) must exist first."),
+    ],
+    shown=[3, 0, 5, 2, 4, 1],
+)
+
+
+def check_attention_order(attention_order=None, *, points=POINTS["1.4"]):
+    """Exercise 1.4: all or nothing."""
+    return ATTENTION_ORDER.check(attention_order, points)
+
+
+EXERCISES = [
+    Exercise("1.1", "softmax", check_softmax, POINTS["1.1"], attention.softmax),
+    Exercise("1.2", "scaled_dot_product_attention", check_scaled_dot_product_attention, POINTS["1.2"],
+             attention.scaled_dot_product_attention),
+    Exercise("1.3", "sinusoidal_positions", check_sinusoidal_positions, POINTS["1.3"], layers.sinusoidal_positions),
+]
+ORDERINGS = [ATTENTION_ORDER]

@@ -1,0 +1,1 @@
+"""Correct implementations that differ from the reference: every checker must accept them."""
