@@ -40,5 +40,16 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
+bench: $(STAMP)
+	$(BIN)/python bench/run.py $(BENCH)
+
+# Train the capstone model (cuda when available, else CPU) and write runs/capstone/report.json.
+capstone: $(STAMP)
+	$(BIN)/python -m encdec.capstone $(CAPSTONE_ARGS)
+
+# The same default training, forced onto the GPU; fails when there is none.
+gpu-check: $(STAMP)
+	$(BIN)/python -m encdec.capstone --device cuda --out runs/gpu-check $(CAPSTONE_ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
