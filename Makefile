@@ -12,7 +12,7 @@ export PYTHONNOUSERSITE := 1
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_PORT  ?= 8888
 
-.PHONY: help install lab test release autograde grade validate bench capstone gpu-check test-browser clean
+.PHONY: help install lab test notebooks release autograde grade validate bench capstone gpu-check test-browser clean
 
 help:
 	@echo "make lab          open the course in JupyterLab (students)"
@@ -39,6 +39,25 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# Lessons are written as percent-format sources in authoring/ and built into solutions/.
+notebooks: $(STAMP)
+	$(BIN)/python tools/nbbuild.py
+
+# course/ is generated from solutions/ by nbgrader (generate_assignment), never edited by hand.
+release: notebooks
+	$(BIN)/python autograder/grade.py release
+
+JOBS ?= 1
+autograde: $(STAMP)
+	$(BIN)/python autograder/grade.py autograde --jobs $(JOBS)
+
+LESSON ?=
+grade: $(STAMP)
+	$(BIN)/python autograder/grade.py self $(if $(LESSON),--lesson $(LESSON),)
+
+validate: $(STAMP)
+	$(BIN)/python autograder/grade.py validate
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH)

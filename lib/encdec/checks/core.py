@@ -322,7 +322,8 @@ class Checker:
             return self.stopped
         exc = outcome.error
         if isinstance(exc, NotImplementedError):
-            return "not implemented yet: replace `raise NotImplementedError()` with your code"
+            self.stopped = "not implemented yet: replace `raise NotImplementedError()` with your code"
+            return self.stopped
         return f"your code raised {outcome.error_text}"
 
     def _absorb(self, outcome, label):
@@ -353,7 +354,7 @@ class Checker:
             if postprocess is not None:
                 expected = postprocess(expected)
             if outcome.error is not None:
-                if outcome.delegated:
+                if outcome.delegated or isinstance(outcome.error, NotImplementedError):
                     self._explain_error(outcome)
                     return self.record(label, False, self.stopped, weight)
                 diagnosis = self._once(diagnose_error(outcome.error, catalog, case))

@@ -128,7 +128,7 @@ ATTENTION_ORDER = Ordering(
         Step("take the weighted sum of the values",
              "The values are mixed with the weights, so the weights (the softmax) must exist first."),
     ],
-    shown=[3, 0, 5, 2, 4, 1],
+    shown=[2, 0, 5, 3, 4, 1],
 )
 
 

@@ -1,0 +1,43 @@
+"""nbgrader configuration for the course. nbgrader reads this file from the current folder, so
+run nbgrader's own commands from autograder/ (the Makefile and autograder/grade.py do this for you):
+
+    cd autograder && nbgrader generate_assignment 01_attention --force
+    cd autograder && nbgrader autograde 01_attention
+
+Layout: solutions/ is the source directory, course/ the release directory, and lesson NN_slug
+lives at {solutions,course}/NN_slug/NN_slug.ipynb. Submissions go to
+autograder/submitted/<student>/<lesson>/<lesson>.ipynb.
+"""
+
+import os
+
+c = get_config()  # noqa: F821 (provided by nbgrader)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.join(ROOT, "autograder")
+
+c.CourseDirectory.course_id = "encdec"
+c.CourseDirectory.root = ROOT
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "course"
+c.CourseDirectory.submitted_directory = "autograder/submitted"
+c.CourseDirectory.autograded_directory = "autograder/autograded"
+c.CourseDirectory.feedback_directory = "autograder/feedback"
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(HERE, "gradebook.db")
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".*"]
+
+# Release: the stub students see in place of each solution.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.enforce_metadata = True
+
+# Grading: put back tampered or deleted test cells, time out runaway cells.
+c.OverwriteCells.add_missing_cells = True
+c.Execute.timeout = 60
+c.Execute.interrupt_on_timeout = True
+
+# Feedback: never show the hidden tests' source.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
