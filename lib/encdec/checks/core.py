@@ -260,6 +260,11 @@ class Exercise:
     points: float
     reference: object = None
     method: str = None
+    cell: str = None  # grade_id of the answer cell; defaults to `name`
+
+    @property
+    def answer_cell(self):
+        return self.cell or self.name
 
     def answer_from(self, impl):
         if self.method is None:
