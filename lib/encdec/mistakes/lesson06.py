@@ -1,0 +1,369 @@
+"""Lesson 06: shift_right, embed, encode, decode, parameter_count.
+
+The encode and decode mistakes call the reference embedding (`embed_`) and the reference blocks
+stored in the model, so each one shows exactly one wrong idea about the assembly.
+"""
+
+import numpy as np
+
+from ..attention import create_causal_mask, padding_mask, softmax
+from ..layers import rms_norm, sinusoidal_positions
+from ..model import Seq2Seq
+from . import mistake
+
+embed_ = Seq2Seq.embed  # the reference embedding, used by the encode and decode mistakes
+
+
+# -- Exercise 6.1 shift_right ---------------------------------------------------------------------------
+@mistake("shift_right", "roll_wraps_around",
+         "np.roll moves the last token around to position 0 instead of putting BOS there. After "
+         "shifting, write bos_id into position 0 (or build [BOS] + targets[..., :-1] directly).")
+def shift_right(targets, bos_id):
+    return np.roll(targets, 1, axis=-1)
+
+
+@mistake("shift_right", "last_token_kept",
+         "BOS is prepended but the last token is not dropped, so the decoder input is one position "
+         "longer than the targets. Drop the last target: [BOS] + targets[..., :-1] has length m.")
+def shift_right(targets, bos_id):  # noqa: F811
+    bos = np.full(targets.shape[:-1] + (1,), bos_id, dtype=targets.dtype)
+    return np.concatenate([bos, targets], axis=-1)
+
+
+@mistake("shift_right", "first_token_dropped",
+         "the first target token is dropped instead of the last: position 1 must read y1, the "
+         "token the model predicted at position 0. Keep targets[..., :-1], not targets[..., 1:].")
+def shift_right(targets, bos_id):  # noqa: F811
+    bos = np.full(targets.shape[:-1] + (1,), bos_id, dtype=targets.dtype)
+    return np.concatenate([bos, targets[..., 1:]], axis=-1)
+
+
+@mistake("shift_right", "shifted_left",
+         "the sequence is shifted left (BOS put at the end). Teacher forcing shifts right: "
+         "position t of the decoder input holds the target of position t - 1, and position 0 holds BOS.")
+def shift_right(targets, bos_id):  # noqa: F811
+    bos = np.full(targets.shape[:-1] + (1,), bos_id, dtype=targets.dtype)
+    return np.concatenate([targets[..., 1:], bos], axis=-1)
+
+
+@mistake("shift_right", "unbatched_only",
+         "this works for one sequence but not for a batch: targets[:-1] drops the last *row* of a "
+         "(B, m) batch, and [bos_id] has one dimension fewer than the batch. Work on the last axis: "
+         "targets[..., :-1], and a BOS column of shape targets.shape[:-1] + (1,).")
+def shift_right(targets, bos_id):  # noqa: F811
+    return np.concatenate([[bos_id], targets[:-1]])
+
+
+@mistake("shift_right", "float_ids",
+         "the result holds floats (np.ones and np.zeros make float64 arrays), but token ids index the "
+         "embedding table and must stay integers. Build the BOS column with the targets' own dtype: "
+         "np.full(shape, bos_id, dtype=targets.dtype).")
+def shift_right(targets, bos_id):  # noqa: F811
+    bos = np.ones(targets.shape[:-1] + (1,)) * bos_id
+    return np.concatenate([bos, targets[..., :-1]], axis=-1)
+
+
+@mistake("shift_right", "bos_hardcoded",
+         "BOS is written as the number 1 instead of the `bos_id` argument. Use bos_id: vocabularies "
+         "differ in where they keep their special tokens.")
+def shift_right(targets, bos_id):  # noqa: F811
+    bos = np.full(targets.shape[:-1] + (1,), 1, dtype=targets.dtype)
+    return np.concatenate([bos, targets[..., :-1]], axis=-1)
+
+
+# -- Exercise 6.2 embed ----------------------------------------------------------------------------------
+@mistake("embed", "no_scale",
+         "the embedding rows are not multiplied by sqrt(d_model). E is initialised with variance "
+         "1/d_model, so its rows are sqrt(d_model) times smaller than the position encodings and would "
+         "be drowned by them. Use E[tokens] * sqrt(d_model) + PE.")
+def embed(model, tokens):
+    d = model.config.d_model
+    return model.embedding[tokens] + sinusoidal_positions(tokens.shape[-1], d)
+
+
+@mistake("embed", "positions_scaled_too",
+         "the sum (E[tokens] + PE) is scaled, so the positions are multiplied by sqrt(d_model) too. "
+         "Scale the embedding rows only, then add the positions: E[tokens] * sqrt(d_model) + PE.")
+def embed(model, tokens):  # noqa: F811
+    d = model.config.d_model
+    return (model.embedding[tokens] + sinusoidal_positions(tokens.shape[-1], d)) * np.sqrt(d)
+
+
+@mistake("embed", "divided_by_sqrt_d",
+         "the embedding rows are divided by sqrt(d_model) instead of multiplied by it: the "
+         "scale brings rows of variance 1/d_model up to unit variance, like the positions.")
+def embed(model, tokens):  # noqa: F811
+    d = model.config.d_model
+    return model.embedding[tokens] / np.sqrt(d) + sinusoidal_positions(tokens.shape[-1], d)
+
+
+@mistake("embed", "scaled_by_d",
+         "the embedding rows are multiplied by d_model instead of sqrt(d_model). Each entry has "
+         "standard deviation 1/sqrt(d_model); multiplying by sqrt(d_model) makes it 1.")
+def embed(model, tokens):  # noqa: F811
+    d = model.config.d_model
+    return model.embedding[tokens] * d + sinusoidal_positions(tokens.shape[-1], d)
+
+
+@mistake("embed", "no_positions",
+         "the position encodings are never added, so the model cannot tell a token's place in the "
+         "sequence (attention by itself ignores order). Add sinusoidal_positions(T, d_model).")
+def embed(model, tokens):  # noqa: F811
+    return model.embedding[tokens] * np.sqrt(model.config.d_model)
+
+
+@mistake("embed", "positions_by_token_id",
+         "the position encodings are indexed by the token ids (PE[tokens]). PE is indexed by the "
+         "position in the sequence, 0, 1, ..., T-1, whatever the token there: add "
+         "sinusoidal_positions(T, d_model) for T = tokens.shape[-1].")
+def embed(model, tokens):  # noqa: F811
+    d = model.config.d_model
+    return model.embedding[tokens] * np.sqrt(d) + sinusoidal_positions(model.config.vocab_size, d)[tokens]
+
+
+# -- Exercise 6.3 encode ---------------------------------------------------------------------------------
+@mistake("encode", "no_final_norm",
+         "the encoder's output is not normalised. With pre-norm blocks the residual stream is never "
+         "normalised inside the stack, so the encoder ends with one RMSNorm: "
+         "rms_norm(x, model.encoder_norm_gamma, model.config.eps) is H_enc.")
+def encode(model, src):
+    src_mask = padding_mask(src, model.config.pad_id)
+    x = embed_(model, src)
+    for block in model.encoder:
+        x = block(x, mask=src_mask)
+    return x, src_mask
+
+
+@mistake("encode", "no_padding_mask",
+         "the encoder blocks get no mask, so real source tokens attend to the pad tokens. Pass the "
+         "source padding mask, padding_mask(src, model.config.pad_id), to every encoder block.")
+def encode(model, src):  # noqa: F811
+    src_mask = padding_mask(src, model.config.pad_id)
+    x = embed_(model, src)
+    for block in model.encoder:
+        x = block(x)
+    return rms_norm(x, model.encoder_norm_gamma, model.config.eps), src_mask
+
+
+@mistake("encode", "causal_encoder",
+         "the encoder uses a causal mask. The encoder reads the whole source at once: every source "
+         "token may look at every other (only the pads are hidden). Causal masks belong to the decoder.")
+def encode(model, src):  # noqa: F811
+    src_mask = padding_mask(src, model.config.pad_id)
+    x = embed_(model, src)
+    for block in model.encoder:
+        x = block(x, mask=src_mask + create_causal_mask(src.shape[-1]))
+    return rms_norm(x, model.encoder_norm_gamma, model.config.eps), src_mask
+
+
+@mistake("encode", "blocks_not_chained",
+         "every encoder block reads the embeddings, so only the last block counts. The blocks form "
+         "a stack: each one reads the previous block's output (x = block(x, mask=src_mask)).")
+def encode(model, src):  # noqa: F811
+    src_mask = padding_mask(src, model.config.pad_id)
+    x = embed_(model, src)
+    for block in model.encoder:
+        out = block(x, mask=src_mask)
+    return rms_norm(out, model.encoder_norm_gamma, model.config.eps), src_mask
+
+
+@mistake("encode", "extra_residual",
+         "the block's output is added to its input (x = x + block(x)). The blocks already contain "
+         "their residual connections, so this counts x twice. Use x = block(x, mask=src_mask).")
+def encode(model, src):  # noqa: F811
+    src_mask = padding_mask(src, model.config.pad_id)
+    x = embed_(model, src)
+    for block in model.encoder:
+        x = x + block(x, mask=src_mask)
+    return rms_norm(x, model.encoder_norm_gamma, model.config.eps), src_mask
+
+
+@mistake("encode", "decoder_norm_gamma",
+         "the encoder's final norm uses the decoder's gain. Each stack has its own final norm: "
+         "use model.encoder_norm_gamma here.")
+def encode(model, src):  # noqa: F811
+    src_mask = padding_mask(src, model.config.pad_id)
+    x = embed_(model, src)
+    for block in model.encoder:
+        x = block(x, mask=src_mask)
+    return rms_norm(x, model.decoder_norm_gamma, model.config.eps), src_mask
+
+
+@mistake("encode", "pad_id_zero",
+         "the padding mask assumes the pad id is 0. Use model.config.pad_id: the model says which "
+         "id is padding.")
+def encode(model, src):  # noqa: F811
+    src_mask = padding_mask(src, 0)
+    x = embed_(model, src)
+    for block in model.encoder:
+        x = block(x, mask=src_mask)
+    return rms_norm(x, model.encoder_norm_gamma, model.config.eps), src_mask
+
+
+# -- Exercise 6.4 decode ---------------------------------------------------------------------------------
+@mistake("decode", "no_causal_mask",
+         "the decoder's self-attention has no causal mask, so position t reads the target tokens after "
+         "it: during training it could copy the answer. Add create_causal_mask(m) to the target padding mask.")
+def decode(model, tgt_in, H_enc, src_mask):
+    x = embed_(model, tgt_in)
+    self_mask = padding_mask(tgt_in, model.config.pad_id)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask)
+    return rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T
+
+
+@mistake("decode", "no_target_padding_mask",
+         "the decoder's self-attention mask is causal only, so pad positions of the target are attended "
+         "(it shows in the outputs at the pad positions). Use the causal mask plus the target padding "
+         "mask: create_causal_mask(m) + padding_mask(tgt_in, pad_id).")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    x = embed_(model, tgt_in)
+    self_mask = create_causal_mask(tgt_in.shape[-1])
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask)
+    return rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T
+
+
+@mistake("decode", "no_cross_mask",
+         "cross-attention gets no mask, so the decoder reads the source's pad positions. Pass the "
+         "source padding mask `src_mask` as cross_attn_mask to every decoder block.")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    x = embed_(model, tgt_in)
+    self_mask = create_causal_mask(tgt_in.shape[-1]) + padding_mask(tgt_in, model.config.pad_id)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=self_mask)
+    return rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T
+
+
+@mistake("decode", "no_final_norm",
+         "the top decoder state goes to the output head without the final RMSNorm. Normalise it "
+         "first: rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ E.T.")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    x = embed_(model, tgt_in)
+    self_mask = create_causal_mask(tgt_in.shape[-1]) + padding_mask(tgt_in, model.config.pad_id)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask)
+    return x @ model.embedding.T
+
+
+@mistake("decode", "encoder_norm_gamma",
+         "the decoder's final norm uses the encoder's gain. Each stack has its own final norm: "
+         "use model.decoder_norm_gamma here.")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    x = embed_(model, tgt_in)
+    self_mask = create_causal_mask(tgt_in.shape[-1]) + padding_mask(tgt_in, model.config.pad_id)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask)
+    return rms_norm(x, model.encoder_norm_gamma, model.config.eps) @ model.embedding.T
+
+
+@mistake("decode", "scaled_head",
+         "the logits are multiplied by sqrt(d_model). That factor belongs to the embedding lookup "
+         "only; the tied head is plain h @ E.T.")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    x = embed_(model, tgt_in)
+    self_mask = create_causal_mask(tgt_in.shape[-1]) + padding_mask(tgt_in, model.config.pad_id)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask)
+    h = rms_norm(x, model.decoder_norm_gamma, model.config.eps)
+    return h @ model.embedding.T * np.sqrt(model.config.d_model)
+
+
+@mistake("decode", "returns_probabilities",
+         "decode returns probabilities (a softmax of the logits). It must return the logits "
+         "h @ E.T: the softmax belongs to the loss (Lesson 7) and to decoding (Lesson 9).")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    x = embed_(model, tgt_in)
+    self_mask = create_causal_mask(tgt_in.shape[-1]) + padding_mask(tgt_in, model.config.pad_id)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask)
+    return softmax(rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T)
+
+
+@mistake("decode", "blocks_not_chained",
+         "every decoder block reads the target embeddings, so only the last block counts. Each block "
+         "must read the previous block's output: x, _ = block(x, H_enc, ...).")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    x = embed_(model, tgt_in)
+    self_mask = create_causal_mask(tgt_in.shape[-1]) + padding_mask(tgt_in, model.config.pad_id)
+    for block in model.decoder:
+        out, _ = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask)
+    return rms_norm(out, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T
+
+
+# -- Exercise 6.5 parameter_count ------------------------------------------------------------------------
+def _ffn(d, d_ff):
+    return 2 * d * d_ff + d_ff + d
+
+
+@mistake("parameter_count", "embedding_counted_twice",
+         "V·d is counted more than once. The source embedding, the target embedding and the output "
+         "head are one shared matrix E (V, d): it appears once in the count.")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):
+    n_dec = n_encoder_layers if n_decoder_layers is None else n_decoder_layers
+    V, d = vocab_size, d_model
+    enc = 4 * d * d + _ffn(d, d_ff) + 2 * d
+    dec = 8 * d * d + _ffn(d, d_ff) + 3 * d
+    return 2 * V * d + n_encoder_layers * enc + n_dec * dec + 2 * d
+
+
+@mistake("parameter_count", "no_cross_attention",
+         "the decoder block is counted like an encoder block. It has a third sublayer, cross-attention, "
+         "with its own W_q, W_k, W_v, W_o (4d²) and its own norm gain (d).")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
+    n_dec = n_encoder_layers if n_decoder_layers is None else n_decoder_layers
+    V, d = vocab_size, d_model
+    block = 4 * d * d + _ffn(d, d_ff) + 2 * d
+    return V * d + (n_encoder_layers + n_dec) * block + 2 * d
+
+
+@mistake("parameter_count", "no_ffn_biases",
+         "the feed-forward biases are missing. FeedForward has W1 (d, d_ff), b1 (d_ff), W2 (d_ff, d) "
+         "and b2 (d): 2·d·d_ff + d_ff + d numbers.")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
+    n_dec = n_encoder_layers if n_decoder_layers is None else n_decoder_layers
+    V, d = vocab_size, d_model
+    enc = 4 * d * d + 2 * d * d_ff + 2 * d
+    dec = 8 * d * d + 2 * d * d_ff + 3 * d
+    return V * d + n_encoder_layers * enc + n_dec * dec + 2 * d
+
+
+@mistake("parameter_count", "no_norm_gains",
+         "the RMSNorm gains are missing. Every norm has a [LEARNED] gain gamma of d numbers: two per "
+         "encoder block, three per decoder block, and one final norm for each stack.")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
+    n_dec = n_encoder_layers if n_decoder_layers is None else n_decoder_layers
+    V, d = vocab_size, d_model
+    return V * d + n_encoder_layers * (4 * d * d + _ffn(d, d_ff)) + n_dec * (8 * d * d + _ffn(d, d_ff))
+
+
+@mistake("parameter_count", "no_final_norms",
+         "the two final norms are missing: the encoder ends with one RMSNorm (its output is H_enc) and "
+         "the decoder ends with another before the head, each with d gains: + 2d.")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
+    n_dec = n_encoder_layers if n_decoder_layers is None else n_decoder_layers
+    V, d = vocab_size, d_model
+    enc = 4 * d * d + _ffn(d, d_ff) + 2 * d
+    dec = 8 * d * d + _ffn(d, d_ff) + 3 * d
+    return V * d + n_encoder_layers * enc + n_dec * dec
+
+
+@mistake("parameter_count", "attention_biases",
+         "attention biases are counted. The course's projections W_q, W_k, W_v, W_o have no biases: "
+         "an attention sublayer holds exactly 4d² numbers.")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
+    n_dec = n_encoder_layers if n_decoder_layers is None else n_decoder_layers
+    V, d = vocab_size, d_model
+    enc = 4 * d * d + 4 * d + _ffn(d, d_ff) + 2 * d
+    dec = 8 * d * d + 8 * d + _ffn(d, d_ff) + 3 * d
+    return V * d + n_encoder_layers * enc + n_dec * dec + 2 * d
+
+
+@mistake("parameter_count", "ignores_n_decoder_layers",
+         "n_decoder_layers is ignored: the decoder is always given n_encoder_layers blocks. Use "
+         "n_decoder_layers when it is given, and n_encoder_layers only when it is None.")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
+    V, d = vocab_size, d_model
+    enc = 4 * d * d + _ffn(d, d_ff) + 2 * d
+    dec = 8 * d * d + _ffn(d, d_ff) + 3 * d
+    return V * d + n_encoder_layers * (enc + dec) + 2 * d
