@@ -1,0 +1,110 @@
+"""Helpers for tests that open, edit, run and grade the course notebooks."""
+
+import csv
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS, COURSE = ROOT / "solutions", ROOT / "course"
+
+
+def lessons():
+    return sorted(p.name for p in SOLUTIONS.iterdir()
+                  if p.is_dir() and re.fullmatch(r"\d\d_\w+", p.name) and (p / f"{p.name}.ipynb").exists())
+
+
+def read(path):
+    return nbformat.read(str(path), as_version=4)
+
+
+def solution(lesson):
+    return read(SOLUTIONS / lesson / f"{lesson}.ipynb")
+
+
+def release(lesson):
+    return read(COURSE / lesson / f"{lesson}.ipynb")
+
+
+def checks_module(lesson):
+    return importlib.import_module(f"encdec.checks.lesson{lesson[:2]}")
+
+
+def cell(nb, grade_id):
+    for c in nb.cells:
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+            return c
+    raise KeyError(f"no cell with grade_id {grade_id!r}")
+
+
+def graded_cells(nb):
+    return [c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+
+
+def injection_source(exercise, impl):
+    """Source that, appended to the exercise's answer cell, replaces the answer with `impl`."""
+    src = textwrap.dedent(inspect.getsource(impl))
+    lines = src.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("def "))
+    src = "\n".join(lines[start:])  # without the decorator, however many lines it spans
+    module = sys.modules[impl.__module__]
+    names = set()
+    codes = [impl.__code__]
+    while codes:
+        code = codes.pop()
+        names |= set(code.co_names)
+        codes += [c for c in code.co_consts if hasattr(c, "co_names")]
+    imports = sorted(n for n in names if n in vars(module) and n != exercise.name and n != impl.__name__
+                     and not n.startswith("__"))
+    lines = [f"from {module.__name__} import {n}" for n in imports] + [src]
+    if exercise.method:
+        lines.append(f"{exercise.name}.{exercise.method} = {impl.__name__}")
+    return "\n".join(lines)
+
+
+def inject(nb, exercise, impl):
+    """A copy of nb whose answer to `exercise` is `impl` (a catalog mistake or a variant)."""
+    nb = nbformat.from_dict(nb)
+    c = cell(nb, exercise.answer_cell)
+    c.source = c.source + "\n\n# --- replaced answer ---\n" + injection_source(exercise, impl)
+    return nb
+
+
+def set_answer(nb, grade_id, source):
+    nb = nbformat.from_dict(nb)
+    cell(nb, grade_id).source = source
+    return nb
+
+
+def write_submission(submitted, student, lesson, nb):
+    path = Path(submitted) / student / lesson / f"{lesson}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(nb, (str, bytes)):
+        path.write_bytes(nb if isinstance(nb, bytes) else nb.encode())
+    else:
+        nbformat.write(nb, str(path))
+    return path
+
+
+def autograde(submitted, out, jobs=2, extra=(), timeout=3000):
+    """Run the real grading driver; returns (exit code, rows as dicts keyed by (student, lesson), output)."""
+    proc = subprocess.run([sys.executable, str(ROOT / "autograder" / "grade.py"), "autograde",
+                           "--submitted", str(submitted), "--out", str(out), "--jobs", str(jobs), *extra],
+                          capture_output=True, text=True, timeout=timeout)
+    rows = {}
+    csv_path = Path(out) / "grades.csv"
+    if csv_path.exists():
+        with open(csv_path) as f:
+            for row in csv.DictReader(f):
+                rows[(row["student_id"], row["assignment"])] = row
+    return proc.returncode, rows, proc.stdout + proc.stderr
+
+
+def cell_score(row, lesson, grade_id):
+    return float(row[f"{lesson[:2]}:{grade_id}"])
