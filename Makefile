@@ -11,6 +11,7 @@ export PYTHONNOUSERSITE := 1
 
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_PORT  ?= 8888
+LAB_ARGS  ?=
 
 .PHONY: help install lab test notebooks release autograde grade validate bench capstone gpu-check test-browser clean
 
@@ -35,7 +36,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=course --ServerApp.port=$(LAB_PORT) $(ROOT_FLAG)
+	$(BIN)/jupyter lab --notebook-dir=course --ServerApp.port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
