@@ -1,0 +1,559 @@
+# %% [markdown]
+# # Lesson 6 — Assembling the encoder–decoder
+#
+# *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 6 of 10*
+#
+# You have every part: attention, the encoder block, the decoder block with its cross-attention.
+# Today they become one model that reads a sequence of token ids and returns, for every target
+# position, a score for every word of the vocabulary.
+#
+# **Learning goals.** By the end of this lesson you can
+#
+# 1. build the decoder's inputs from the targets by shifting them right (teacher forcing);
+# 2. embed tokens with the shared embedding matrix, scaled by $\sqrt{d_{model}}$, plus positions;
+# 3. write the encoder and the decoder passes that turn token ids into logits through a tied head;
+# 4. count every learned number of the model with a formula, and check it against the model;
+# 5. say where each [LEARNED], [CONFIG] and [STATE] quantity lives, and check the NumPy model
+#    against its PyTorch twin;
+# 6. put the steps of the forward pass in order.
+#
+# **Recap of Lesson 5.** A decoder block is three pre-norm sublayers, each added back to the residual
+# stream: masked causal self-attention, then cross-attention to the encoder output $H_{\text{enc}}$,
+# then the feed-forward network. The order matters (a token first reads what has been written, then
+# consults the source, then transforms), and the cross-attention sublayer is what the decoder block
+# adds to a decoder-only block: $4d^2 + d$ more parameters. The post-norm variant of 2017 puts the norm
+# after each residual sum instead of before each sublayer.
+#
+# **How exercises work.** Replace each stub (`raise NotImplementedError()`) with your code, run the
+# cell, then run the test cell below it: it compares your function with the course's reference on
+# many inputs and says *what* is wrong. The building blocks of Lessons 1–5 come from the course
+# library `encdec` in this lesson, so a mistake in an earlier lesson never costs you points here.
+#
+# Tags: **[LEARNED]** changed by training, **[CONFIG]** chosen before training, **[STATE]**
+# computed while the model runs. Figures follow the course's [figure key](../FIGURE_KEY.md).
+
+# %% [setup] setup
+# Run this cell first. It checks your environment and loads what the lesson needs.
+from encdec.env import check_environment
+
+check_environment()
+import numpy as np
+import matplotlib.pyplot as plt
+from encdec import plotting
+import encdec as ref  # the course's reference implementation, used by the figures
+from encdec import (DecoderBlock, EncoderBlock, ModelConfig, Seq2Seq, create_causal_mask,
+                    padding_mask, rms_norm, sinusoidal_positions)
+from encdec.toy import BOS, EOS, PAD, ReverseTask
+
+np.set_printoptions(precision=4, suppress=True)
+
+# %% [markdown]
+# ## 6.1 The whole model, and the task it will learn
+#
+# An encoder–decoder model maps a source sequence of $n$ token ids to a target sequence of $m$ ids.
+# In one picture, with every array's shape:
+#
+# ```
+# src (n) ──embed──► N × EncoderBlock ──RMSNorm──► H_enc (n, d) ───────────────┐  [STATE, computed once]
+#                                                                               ▼
+# targets (m) ──shift_right──► tgt_in (m) ──embed──► N × DecoderBlock(·, H_enc) ──RMSNorm──► @ Eᵀ ──► logits (m, V)
+# ```
+#
+# * **Embed**: a token id becomes a row of the embedding matrix $E \in \mathbb{R}^{V \times d}$
+#   [LEARNED], scaled by $\sqrt{d}$, plus the sinusoidal position of Lesson 1 [CONFIG].
+# * **Encoder**: $N$ encoder blocks (Lesson 2) and a final RMSNorm turn the source into $H_{\text{enc}}$.
+# * **Decoder**: $N$ decoder blocks (Lesson 5), each reading $H_{\text{enc}}$ through cross-attention,
+#   and a final RMSNorm.
+# * **Head**: the same $E$, transposed, turns each decoder state into $V$ logits, one score per word.
+#
+# The toy task of Lessons 6–9 needs real alignment: **reverse a sequence of letters**. Target
+# position $t$ must read source position $n - 1 - t$, so a trained model's cross-attention will draw an
+# anti-diagonal (Lesson 8). The vocabulary has 13 ids: `<pad>` 0, `<bos>` 1, `<eos>` 2, then the
+# letters a–j. Sources are right-padded; each target ends in `<eos>`.
+
+# %%
+task = ReverseTask(n_letters=10, min_len=3, max_len=8)
+src, tgt = task.batch(rng=0, size=3)  # src (3, 8), tgt (3, 9): right-padded ids
+for s, t in zip(src, tgt):
+    print(f"{task.decode(s):>9}  ->  {task.decode(t):<9}   src ids {s}   target ids {t}")
+
+# %% [markdown]
+# ## 6.2 Teacher forcing: the decoder reads the targets, shifted right
+#
+# The decoder predicts the target one position at a time: at position $t$ it has seen the tokens
+# before $t$ and must score the token at $t$. During training we do not feed it its own guesses; we
+# feed it the **true** previous tokens. This is *teacher forcing*. The decoder's input at position $t$
+# is the target at position $t-1$, and position 0, which has nothing before it, reads `<bos>`:
+#
+# | position $t$ | 0 | 1 | 2 | 3 | 4 | 5 |
+# |---|---|---|---|---|---|---|
+# | decoder input `tgt_in` | `<bos>` | b | e | f | a | c |
+# | target (to predict) | b | e | f | a | c | `<eos>` |
+#
+# So `tgt_in` is the target sequence **shifted right by one**: `<bos>` in front, the last token
+# dropped, the length unchanged. With the causal mask of Lesson 3, position $t$ sees `tgt_in[:t+1]` =
+# `<bos>`, $y_1, \dots, y_{t}$, that is, exactly the targets *before* the one it predicts. All $m$
+# positions are therefore trained at once, from one forward pass (Lesson 8).
+#
+# ### Exercise 6.1 — `shift_right(targets, bos_id)` (2 points)
+#
+# Work on the last axis, so the same code serves one sequence `(m,)` and a batch `(B, m)`. Keep the
+# ids integers: they index the rows of $E$.
+
+# %% [solution] shift_right
+def shift_right(targets, bos_id):
+    """Teacher-forcing inputs: BOS first, the last target dropped.
+
+    Inputs:  targets (..., m) integer ids, e.g. [y1, y2, EOS, PAD].
+             bos_id  the id of <bos>.
+    Returns: (..., m) integer ids [BOS, y1, y2, EOS]: position t holds the target of position t - 1.
+    """
+    ### BEGIN SOLUTION
+    targets = np.asarray(targets)
+    bos = np.full(targets.shape[:-1] + (1,), bos_id, dtype=targets.dtype)  # (..., 1)
+    return np.concatenate([bos, targets[..., :-1]], axis=-1)
+    ### END SOLUTION
+
+
+# %% [test] test_shift_right points=2
+# Tests for Exercise 6.1 (2 points). Run this cell after your answer.
+from encdec.checks.lesson06 import check_shift_right
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_shift_right(points=2, hidden=hidden)
+
+# %% [markdown]
+# The toy batch, as the decoder will read it (computed with the reference `shift_right`):
+
+# %%
+tgt_in = ref.shift_right(tgt, BOS)
+print("targets\n", tgt, "\ntgt_in = shift_right(targets)\n", tgt_in)
+
+# %% [markdown]
+# ## 6.3 One embedding matrix for three jobs
+#
+# The model has a single embedding matrix $E \in \mathbb{R}^{V \times d}$ [LEARNED], row $v$ for
+# token $v$. It does three jobs: it embeds the **source** tokens, it embeds the **target** tokens, and,
+# transposed, it is the **output head** that scores every word: $z = h\,E^\top$. Sharing one
+# vocabulary and one matrix is the choice of T5, BART and the original Transformer [CONFIG]; tying
+# the head to the embedding saves $V d$ parameters and means a word is read and written with the same
+# vector.
+#
+# A token at position $t$ enters the model as
+#
+# $$x_t = \sqrt{d}\;E[\text{token}_t] + PE_t .$$
+#
+# Why the factor $\sqrt{d}$? $E$ is initialised with entries of variance $1/d$, so that a row has norm
+# about 1 and the tied head $h E^\top$ starts with logits of unit scale (a normalised $h$ has norm about
+# $\sqrt{d}$). But the position encodings are sines and cosines with entries of mean square $1/2$:
+# next to them an unscaled row would be $\sqrt{d}$ times too small, and the model would see mostly
+# *where* a token is and hardly *which* token it is. Multiplying the row, and only the row, by
+# $\sqrt{d}$ gives its entries unit variance, the scale of the positions.
+#
+# ### Exercise 6.2 — `embed(model, tokens)` (2 points)
+#
+# The model exercises of this lesson are functions that take the model as their first argument, like
+# methods. They read the model's arrays: `model.embedding` is $E$ of shape `(V, d_model)` and
+# `model.config.d_model` is $d$. NumPy indexing `E[tokens]` looks up rows for any shape of `tokens`.
+# Positions count from 0 along the last axis of `tokens`, whatever the token there.
+
+# %% [solution] embed
+def embed(model, tokens):
+    """Token ids -> input vectors: sqrt(d_model) * E[tokens] + PE.
+
+    Inputs:  model  a Seq2Seq: model.embedding E (V, d_model) [LEARNED], model.config.d_model [CONFIG].
+             tokens (..., T) integer ids.
+    Returns: (..., T, d_model); position t gets PE[t] from sinusoidal_positions(T, d_model).
+    """
+    ### BEGIN SOLUTION
+    d = model.config.d_model
+    T = tokens.shape[-1]
+    return model.embedding[tokens] * np.sqrt(d) + sinusoidal_positions(T, d)  # (..., T, d)
+    ### END SOLUTION
+
+
+# %% [test] test_embed points=2
+# Tests for Exercise 6.2 (2 points).
+from encdec.checks.lesson06 import check_embed
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_embed(points=2, hidden=hidden)
+
+# %% [markdown]
+# The figure measures the argument above for $d = 64$: the entries of unscaled rows of $E$ (light), of
+# the same rows times $\sqrt{d}$ (red), and of the position encodings (grey). Only the scaled rows are on
+# the positions' scale.
+
+# %% [demo]
+d = 64
+E = np.random.default_rng(0).normal(0.0, 1.0 / np.sqrt(d), size=(1000, d))  # initialised like Seq2Seq.embedding
+pe = ref.sinusoidal_positions(200, d)
+samples = {f"E rows (std {E.std():.2f})": E, f"sqrt(d) * E rows (std {(E * np.sqrt(d)).std():.2f})": E * np.sqrt(d),
+           f"PE entries (std {pe.std():.2f})": pe}
+colors = [plotting.shades(2)[0], plotting.COLORS["highlight"], plotting.COLORS["reference"]]
+fig, ax = plotting.figure(width=6.0, height=3.2)
+plotting.histograms(samples, ax=ax, colors=colors, xlabel="entry value", title="what the model adds up, for d = 64")
+plt.show()
+
+# %% [markdown]
+# ## 6.4 The encoder pass
+#
+# The encoder reads the whole source at once; nothing in it is causal. With $M_{\text{src}}$ the source
+# padding mask of Lesson 2 (so that no token attends to a pad),
+#
+# $$H^{(0)} = \operatorname{embed}(\text{src}),\qquad H^{(\ell)} = \operatorname{EncoderBlock}_\ell\big(H^{(\ell-1)}, M_{\text{src}}\big)\ \ (\ell = 1..N),\qquad H_{\text{enc}} = \operatorname{RMSNorm}\big(H^{(N)};\ \gamma_{\text{enc}}\big).$$
+#
+# Each block reads the previous block's output, and each block already contains its residual
+# connections: the loop is just `x = block(x, mask=src_mask)`. Why a **final** norm? In a pre-norm
+# block every sublayer reads a normalised copy of the residual stream, but the stream itself is never
+# normalised; it grows from block to block. The final RMSNorm, with its own gain
+# $\gamma_{\text{enc}}$ [LEARNED], hands the decoder a memory of a fixed scale.
+#
+# $H_{\text{enc}}$ is [STATE]: computed once per source, then read by every decoder block (and, in
+# Lesson 9, by every decoding step). The decoder's cross-attention also needs the source padding mask,
+# so the encoder returns both.
+#
+# ### Exercise 6.3 — `encode(model, src)` (3 points)
+#
+# Use your `embed` and the pieces imported from `encdec` in the first cell: `padding_mask(tokens,
+# pad_id)` returns the additive mask of shape `(..., 1, 1, n)`, and `rms_norm(x, gamma, eps)`
+# normalises the last axis. The model provides `model.encoder` (a list of `EncoderBlock`s, called as
+# `block(x, mask=...)`), `model.encoder_norm_gamma` (d,), `model.config.pad_id` and `model.config.eps`.
+# (While this is checked, the test uses the reference `embed`, so a mistake in 6.2 is not charged again.)
+
+# %% [solution] encode
+def encode(model, src):
+    """The encoder pass: embed, N encoder blocks with the source padding mask, final RMSNorm.
+
+    Inputs:  model a Seq2Seq; src (..., n) integer ids, padded with model.config.pad_id.
+    Returns: (H_enc (..., n, d_model), src_mask (..., 1, 1, n)), the mask additive: -inf at pads.
+    """
+    ### BEGIN SOLUTION
+    src_mask = padding_mask(src, model.config.pad_id)  # (..., 1, 1, n)
+    x = embed(model, src)  # (..., n, d)
+    for block in model.encoder:
+        x = block(x, mask=src_mask)
+    return rms_norm(x, model.encoder_norm_gamma, model.config.eps), src_mask
+    ### END SOLUTION
+
+
+# %% [test] test_encode points=3
+# Tests for Exercise 6.3 (3 points).
+from encdec.checks.lesson06 import check_encode
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_encode(points=3, hidden=hidden)
+
+# %% [markdown]
+# ## 6.5 The decoder pass and the tied head
+#
+# The decoder embeds `tgt_in` with the same $E$, runs its $N$ blocks, normalises, and multiplies by
+# $E^\top$:
+#
+# $$Y^{(0)} = \operatorname{embed}(\texttt{tgt\_in}),\qquad Y^{(\ell)} = \operatorname{DecoderBlock}_\ell\big(Y^{(\ell-1)}, H_{\text{enc}}, M_{\text{self}}, M_{\text{src}}\big),\qquad z = \operatorname{RMSNorm}\big(Y^{(N)};\ \gamma_{\text{dec}}\big)\,E^\top \in \mathbb{R}^{m \times V}.$$
+#
+# Two masks, two jobs:
+#
+# * $M_{\text{self}}$, for the decoder's self-attention, is the causal mask **plus** the target padding
+#   mask, as in Lesson 3: position $t$ sees positions $\le t$ that are not pads. Its shape
+#   `(..., 1, m, m)` broadcasts over the heads.
+# * $M_{\text{src}}$, for cross-attention, is the source padding mask the encoder returned: the decoder
+#   may read every source position except the pads. It is not causal; the whole source is known.
+#
+# The result is **logits** $z$ [STATE], one unnormalised score per word of the vocabulary at each
+# position. The softmax that turns them into probabilities belongs to the loss (Lesson 7) and to
+# decoding (Lesson 9), not to the model. The $\sqrt{d}$ factor belongs to the embedding lookup only:
+# the head is plain $h E^\top$.
+#
+# ### Exercise 6.4 — `decode(model, tgt_in, H_enc, src_mask)` (4 points)
+#
+# `model.decoder` is a list of `DecoderBlock`s, called as `block(x, H_enc, self_attn_mask=...,
+# cross_attn_mask=...)`; each returns `(output, cross_weights)`. The final gain is
+# `model.decoder_norm_gamma`. `create_causal_mask(m)` gives the `(m, m)` causal mask.
+# (The test uses the reference `embed` and the reference encoder's `H_enc`.)
+
+# %% [solution] decode
+def decode(model, tgt_in, H_enc, src_mask):
+    """The decoder pass: embed, N decoder blocks, final RMSNorm, tied output head.
+
+    Inputs:  model    a Seq2Seq
+             tgt_in   (..., m) integer ids, BOS first (shift_right of the targets)
+             H_enc    (..., n, d_model) the encoder output
+             src_mask (..., 1, 1, n) the source padding mask, for cross-attention
+    Returns: logits (..., m, V) = RMSNorm(top decoder state) @ E.T
+    """
+    ### BEGIN SOLUTION
+    m = tgt_in.shape[-1]
+    self_mask = create_causal_mask(m) + padding_mask(tgt_in, model.config.pad_id)  # (..., 1, m, m)
+    x = embed(model, tgt_in)  # (..., m, d)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask)
+    h = rms_norm(x, model.decoder_norm_gamma, model.config.eps)
+    return h @ model.embedding.T  # (..., m, V)
+    ### END SOLUTION
+
+
+# %% [test] test_decode points=4
+# Tests for Exercise 6.4 (4 points).
+from encdec.checks.lesson06 import check_decode
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_decode(points=4, hidden=hidden)
+
+# %% [markdown]
+# The forward pass is the two together: `decode(model, tgt_in, *encode(model, src))`, which is what
+# the reference's `model(src, tgt_in)` computes. Here is a small model for the toy task (with random,
+# untrained weights) and the shape of what it returns.
+
+# %%
+model = Seq2Seq(vocab_size=task.vocab_size, d_model=32, n_heads=4, d_ff=64,
+                n_encoder_layers=2, n_decoder_layers=2, pad_id=PAD, rng=0)
+logits = model(src, tgt_in)
+print("src", src.shape, "tgt_in", tgt_in.shape, "->  logits", logits.shape, "(B, m, V)")
+
+# %% [demo]
+# Your encode and decode, end to end, against the reference model on the toy batch.
+try:
+    mine = decode(model, tgt_in, *encode(model, src))
+    print(f"your forward pass: largest difference from the reference {np.abs(mine - logits).max():.2e}")
+except NotImplementedError:
+    print("Finish Exercises 6.2 to 6.4 first, then run this cell again.")
+except Exception as exc:
+    print(f"your forward pass raised {type(exc).__name__}: {exc}")
+
+# %% [markdown]
+# What does an untrained model do? Left: the cross-attention of the last decoder block (averaged over
+# its 4 heads) for the third example: rows are the decoder positions asking, columns the source
+# positions; the two pad columns are hatched, hidden by $M_{\text{src}}$. The weights are spread almost
+# evenly: nothing is aligned yet. Right: the probabilities $\operatorname{softmax}(z)$ at position 0.
+# The model is confident, and wrong in a telling way: its favourite is `<bos>`, the token it *reads*
+# there (red). The residual stream still carries $\sqrt{d}\,E[\text{token}]$, and the tied head scores
+# a state against every row of $E$, so the closest row is usually the input's own: an untrained tied
+# model echoes its input. Training (Lesson 8) turns the left panel into an anti-diagonal and moves the
+# spike to the right letter.
+
+# %% [demo]
+H_enc, src_mask = model.encode(src)
+_, cross = model.decode(tgt_in, H_enc, src_mask, return_attention=True)
+b = 2
+weights = cross[-1][b].mean(axis=0)  # (m, n), averaged over heads
+rows = [task.vocab[i] for i in tgt_in[b]]
+cols = [task.vocab[i] for i in src[b]]
+probs = ref.softmax(logits[b, 0])
+fig, (left, right) = plotting.figure(1, 2, width=4.6, height=3.6)
+plotting.heatmap(weights, rows, cols, kind="cross", ax=left, row_label="decoder position (tgt_in)",
+                 col_label="source position", title="untrained cross-attention")
+plotting.bars(probs, labels=task.vocab, ax=right, highlight=int(tgt_in[b, 0]),
+              title=f"p at position 0 (reads <bos>, target {task.vocab[tgt[b, 0]]})")
+plotting.threshold(right, 1 / task.vocab_size, label="uniform 1/V")
+right.tick_params(axis="x", rotation=90)
+right.legend(frameon=False, fontsize=8)
+plt.show()
+loss, _ = ref.softmax_cross_entropy(logits, tgt, pad_id=PAD)
+keep = tgt_in != PAD
+echo = (logits.argmax(axis=-1) == tgt_in)[keep].mean()
+print(f"top guess = the input token itself at {echo:.0%} of the positions")
+print(f"cross-entropy of the untrained model {loss:.3f}; a uniform guess would score ln V = {np.log(task.vocab_size):.3f}")
+
+# %% [markdown]
+# ## 6.6 How many numbers does the model learn?
+#
+# Every [LEARNED] array, with its shape (see `block.parameters()` for each block):
+#
+# | where | arrays |
+# |---|---|
+# | shared embedding and head | $E$ `(V, d)` |
+# | each attention sublayer | $W_q, W_k, W_v, W_o$, each `(d, d)`, no biases |
+# | each feed-forward network | $W_1$ `(d, d_ff)`, $b_1$ `(d_ff,)`, $W_2$ `(d_ff, d)`, $b_2$ `(d,)` |
+# | each RMSNorm | a gain $\gamma$ `(d,)` |
+# | each encoder block | self-attention, feed-forward, 2 norms |
+# | each decoder block | self-attention, cross-attention, feed-forward, 3 norms |
+# | the top of each stack | one final norm for the encoder, one for the decoder |
+#
+# Positions are not counted: the sinusoids are [CONFIG], computed, never learned. Neither are the
+# masks.
+#
+# ### Exercise 6.5 — `parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None)` (3 points)
+#
+# Write the count as a formula in $V$, $d$, $d_{ff}$, $N_{\text{enc}}$ and $N_{\text{dec}}$
+# (`n_decoder_layers=None` means as many decoder layers as encoder layers). Count from the table, not
+# from a model: the test checks your formula against the arrays of real models, and refuses code that
+# builds one to count it.
+
+# %% [solution] parameter_count
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):
+    """The number of [LEARNED] numbers in a Seq2Seq, from its [CONFIG] sizes.
+
+    Inputs:  vocab_size V, d_model d, d_ff, n_encoder_layers N_enc, n_decoder_layers N_dec
+             (None: the same as N_enc).
+    Returns: an int.
+    """
+    ### BEGIN SOLUTION
+    if n_decoder_layers is None:
+        n_decoder_layers = n_encoder_layers
+    V, d = vocab_size, d_model
+    attention = 4 * d * d
+    ffn = 2 * d * d_ff + d_ff + d
+    encoder_block = attention + ffn + 2 * d
+    decoder_block = 2 * attention + ffn + 3 * d
+    return V * d + n_encoder_layers * encoder_block + n_decoder_layers * decoder_block + 2 * d
+    ### END SOLUTION
+
+
+# %% [test] test_parameter_count points=3
+# Tests for Exercise 6.5 (3 points).
+from encdec.checks.lesson06 import check_parameter_count
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_parameter_count(points=3, hidden=hidden)
+
+# %% [markdown]
+# Where do the numbers go? The reference formula, component by component, for the toy model and for a
+# base-sized model ($V = 32000$, $d = 512$, $d_{ff} = 2048$, $N = 6$). Blocks grow like $d^2$ and the
+# embedding like $V d$; the decoder is the largest part because each of its blocks carries a second
+# attention sublayer.
+
+# %% [demo]
+def shares(V, d, d_ff, N):
+    enc = N * (ref.parameter_count(V, d, d_ff, 1, 0) - V * d - 2 * d)
+    dec = N * (ref.parameter_count(V, d, d_ff, 0, 1) - V * d - 2 * d)
+    parts = {"embedding E": V * d, "encoder blocks": enc, "decoder blocks": dec, "final norms": 2 * d}
+    assert sum(parts.values()) == ref.parameter_count(V, d, d_ff, N)
+    return parts
+
+
+fig, axes = plotting.figure(1, 2, width=4.4, height=3.2)
+for ax, (name, sizes) in zip(axes, [("toy model", (task.vocab_size, 32, 64, 2)), ("base-sized model", (32000, 512, 2048, 6))]):
+    parts = shares(*sizes)
+    total = sum(parts.values())
+    values = np.array(list(parts.values())) / total
+    plotting.bars(values, labels=list(parts), ax=ax, role="reference", highlight=int(np.argmax(values)),
+                  ylabel="share of the parameters", title=f"{name}: {total:,} numbers")
+    ax.tick_params(axis="x", rotation=20)
+plt.show()
+print("toy model: formula", ref.parameter_count(task.vocab_size, 32, 64, 2), "= counted", model.num_parameters())
+
+# %% [markdown]
+# ## 6.7 Where [LEARNED], [CONFIG] and [STATE] live
+#
+# | tag | what | where in the model |
+# |---|---|---|
+# | [CONFIG] | $V$, $d$, $h$, $d_{ff}$, $N_{\text{enc}}$, $N_{\text{dec}}$, the pad id, $\varepsilon$ | `model.config`, a frozen `ModelConfig`; also the position encodings (computed from $d$) and the masking rules |
+# | [LEARNED] | $E$, every $W$ and $b$, every gain $\gamma$ | `model.parameters()`: a dict of arrays, by name |
+# | [STATE] | embedded inputs, masks built from a batch, $H_{\text{enc}}$, attention weights, logits | nowhere in the model: created by each call, returned or thrown away |
+#
+# The listing below prints all three for the toy model. Parameter names repeat per block, so they are
+# shown once with the block number as `{i}`.
+
+# %% [demo]
+import re
+
+print("[CONFIG]  model.config =", model.config)
+groups = {}
+for name, p in model.parameters().items():
+    key = re.sub(r"^(encoder|decoder)\.\d+\.", r"\1.{i}.", name)
+    groups.setdefault(key, [p.shape, 0])[1] += 1
+print(f"\n[LEARNED] model.parameters(): {len(model.parameters())} arrays, {model.num_parameters():,} numbers")
+for key, (shape, count) in groups.items():
+    print(f"    {key:<30} {str(shape):<10}" + (f" x {count} blocks" if count > 1 else ""))
+H_enc, src_mask = model.encode(src)
+_, cross = model.decode(tgt_in, H_enc, src_mask, return_attention=True)
+state = {"embed(src)": model.embed(src), "src_mask": src_mask, "decoder_mask(tgt_in)": model.decoder_mask(tgt_in),
+         "H_enc": H_enc, "cross-attention weights, each block": cross[0], "logits": logits}
+print("\n[STATE]   one forward pass on the toy batch creates:")
+for key, value in state.items():
+    print(f"    {key:<38} {value.shape}")
+
+# %% [markdown]
+# ## 6.8 The PyTorch twin
+#
+# `encdec.torch_model` holds the same model in PyTorch: the same [CONFIG], the same parameter names
+# and shapes (`W` used as `x @ W`, gains of shape `(d,)`), but fused kernels, any device and automatic
+# gradients. `from_numpy` copies every [LEARNED] array into it. In float64 the two must agree to
+# rounding error, which proves they compute the same function; in float32, the GPU's usual precision,
+# they agree to about $10^{-6}$. The weights also travel back without loss.
+
+# %% [demo]
+import torch
+from encdec import torch_model
+
+twin = torch_model.from_numpy(model)  # float64, every array copied by name
+with torch.no_grad():
+    twin_logits = twin(torch.from_numpy(src), torch.from_numpy(tgt_in)).numpy()
+    twin32 = torch_model.from_numpy(model, dtype=torch.float32)
+    twin32_logits = twin32(torch.from_numpy(src), torch.from_numpy(tgt_in)).double().numpy()
+print("same names:", sorted(twin.state_dict()) == sorted(model.parameters()))
+print(f"float64 twin: largest logit difference {np.abs(twin_logits - logits).max():.1e}")
+print(f"float32 twin: largest logit difference {np.abs(twin32_logits - logits).max():.1e}")
+back = torch_model.to_numpy(twin)
+print("weights back to NumPy unchanged:", all(np.array_equal(back.parameters()[k], v) for k, v in model.parameters().items()))
+
+# %% [markdown]
+# ## 6.9 The forward pass, in order
+#
+# ### Exercise 6.6 — order the steps (1 point)
+#
+# Here are the steps that take a batch of token ids to logits, shuffled. Put them in the order the
+# model performs them.
+#
+# 1. apply the encoder's final RMSNorm: the result is H_enc
+# 2. multiply by E transposed (the tied output head): logits over the vocabulary
+# 3. add the sinusoidal position encodings
+# 4. run the N decoder blocks on the embedded target inputs; each cross-attends to H_enc
+# 5. look up each source token's row of E and multiply it by sqrt(d_model)
+# 6. apply the decoder's final RMSNorm
+# 7. run the N encoder blocks, each on the previous block's output
+#
+# Practise with the widget (instant feedback, grades nothing), then write your answer as a list of the
+# step numbers above, in order, in the answer cell.
+
+# %% [demo]
+from encdec.checks.lesson06 import FORWARD_ORDER
+
+FORWARD_ORDER.widget()
+
+# %% [solution] forward_order
+### BEGIN SOLUTION
+forward_order = [5, 3, 7, 1, 4, 6, 2]
+### END SOLUTION
+
+# %% [test] test_forward_order points=1
+# Tests for Exercise 6.6 (1 point).
+from encdec.checks.lesson06 import check_forward_order
+
+check_forward_order(points=1)
+
+# %% [markdown]
+# ## Summary
+#
+# * Teacher forcing: the decoder reads the targets shifted right, `<bos>` first, so position $t$ sees
+#   exactly the targets before the one it predicts, and all positions train in one pass.
+# * One embedding matrix $E$ embeds the source and the target and, transposed, is the output head.
+#   Its rows are scaled by $\sqrt{d}$ to the scale of the position encodings; the head is plain $hE^\top$.
+# * `encode`: embed, $N$ encoder blocks with the source padding mask, a final RMSNorm: $H_{\text{enc}}$.
+#   `decode`: embed, $N$ decoder blocks (causal plus padding self-mask, source padding cross-mask), a
+#   final RMSNorm, the tied head: logits $(m, V)$.
+# * The parameter count is $Vd$ for $E$ plus, per block, a quadratic in $d$ and $d_{ff}$, plus $2d$ for
+#   the final norms; a decoder block has $4d^2 + d$ more than an encoder block. [CONFIG] lives in
+#   `model.config`, [LEARNED] in `model.parameters()`, [STATE] in what a call creates and returns.
+# * The PyTorch twin computes the same function: equal logits in float64 on copied weights.
+#
+# **Next — Lesson 7, Backpropagation.** To train this model we need the gradient of the loss with
+# respect to every one of those numbers. You will derive and write the backward passes of the
+# cross-entropy loss, the softmax, attention and RMSNorm, and check each one against finite
+# differences and against PyTorch's autograd.
