@@ -1,0 +1,376 @@
+"""Checkers for lesson 03, The decoder stack: causal self-attention revisited.
+
+Exercise 3.1 create_causal_mask (2 points), 3.2 decoder_mask (2), 3.3 causal_self_attention (3),
+3.4 output_logits (2), 3.5 the order of the steps of masked self-attention (1), 3.6 the
+[LEARNED]/[CONFIG]/[STATE] quiz (3).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import attention, model
+from ..mistakes import CATALOG
+from ..mistakes import lesson03 as _register  # noqa: F401  (fills the catalog)
+from .core import FAIL, PASS, Case, Checker, Exercise, _caller_namespace, rebind
+from .ordering import Ordering, Step, _html
+
+POINTS = {"3.1": 2, "3.2": 2, "3.3": 3, "3.4": 2, "3.5": 1, "3.6": 3}
+
+# Earlier exercises a student's answer may call: each runs as the reference while a later
+# exercise is checked, so a mistake is charged once, where it was made.
+EARLIER = dict(softmax=attention.softmax, create_causal_mask=attention.create_causal_mask,
+               padding_mask=attention.padding_mask)
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+# -- the references of this lesson's exercises (the library computes them inline) ---------------------
+def decoder_mask(tgt_in, pad_id):
+    """The decoder self-attention mask: causal plus target padding, (..., 1, m, m)."""
+    tgt_in = np.asarray(tgt_in)
+    return attention.create_causal_mask(tgt_in.shape[-1]) + attention.padding_mask(tgt_in, pad_id)
+
+
+def causal_self_attention(x, W_q, W_k, W_v):
+    """One head of masked self-attention: (output (..., m, d_v), weights (..., m, m))."""
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    return attention.scaled_dot_product_attention(Q, K, V, attention.create_causal_mask(np.shape(x)[-2]))
+
+
+def output_logits(h, E):
+    """The tied output head: h (..., m, d_model), E (V, d_model) -> logits (..., m, V)."""
+    return np.asarray(h) @ np.asarray(E).T
+
+
+# the checkers' parameters take these names, so the checkers use these aliases
+REF_DECODER_MASK, REF_CAUSAL_SELF_ATTENTION, REF_OUTPUT_LOGITS = decoder_mask, causal_self_attention, output_logits
+
+
+# -- Exercise 3.1 -------------------------------------------------------------------------------------
+def check_create_causal_mask(create_causal_mask=None, *, points=POINTS["3.1"], hidden=False):
+    """Exercise 3.1: (seq_len, seq_len), 0.0 on and below the diagonal, -inf above."""
+    c = Checker("3.1", "create_causal_mask", points, hidden)
+    fn = c.find(create_causal_mask, "create_causal_mask")
+    common = dict(catalog=CATALOG["create_causal_mask"], forbidden=[attention.create_causal_mask])
+    ref = attention.create_causal_mask
+    c.check_cases("0 on and below the diagonal, -inf above", fn, ref,
+                  [Case("seq_len=4", (4,)), Case("seq_len=7", (7,)), Case("seq_len=12", (12,), hidden=True)],
+                  **common)
+    c.check_cases("the smallest cases", fn, ref,
+                  [Case("seq_len=2", (2,)), Case("seq_len=1: a single position sees itself", (1,), hidden=True)],
+                  **common)
+    return c.result()
+
+
+# -- Exercise 3.2 -------------------------------------------------------------------------------------
+def check_decoder_mask(decoder_mask=None, *, points=POINTS["3.2"], hidden=False):
+    """Exercise 3.2: create_causal_mask(m) + padding_mask(tgt_in, pad_id), shape (..., 1, m, m).
+
+    Your `create_causal_mask` and `padding_mask` run as the reference while this is checked.
+    """
+    c = Checker("3.2", "decoder_mask", points, hidden)
+    fn = c.find(decoder_mask, "decoder_mask")
+    fn = rebind(fn, **EARLIER)
+    common = dict(catalog=CATALOG["decoder_mask"], forbidden=[REF_DECODER_MASK, model.Seq2Seq.decoder_mask])
+    ref = REF_DECODER_MASK
+    c.check_cases("one target sequence", fn, ref,
+                  [Case("[1, 5, 6, 2, 0, 0] with pad_id=0", (np.array([1, 5, 6, 2, 0, 0]), 0)),
+                   Case("no padding: [1, 4, 4, 2]", (np.array([1, 4, 4, 2]), 0), hidden=True)], **common)
+    c.check_cases("a padded batch: shape (B, 1, m, m)", fn, ref,
+                  [Case("2 sequences of length 5", (np.array([[1, 7, 8, 2, 0], [1, 3, 4, 5, 2]]), 0)),
+                   Case("leading shape (2, 2), length 4",
+                        (np.array([[[1, 2, 0, 0], [1, 5, 6, 2]], [[1, 0, 0, 0], [1, 9, 2, 0]]]), 0), hidden=True)],
+                  **common)
+    c.check_cases("the pad_id argument", fn, ref,
+                  [Case("pad_id=3, where 0 is a real token: [1, 0, 5, 2, 3, 3]", (np.array([1, 0, 5, 2, 3, 3]), 3))],
+                  **common)
+    return c.result()
+
+
+# -- Exercise 3.3 -------------------------------------------------------------------------------------
+def causal_attention_cases():
+    r = _rng(33)
+
+    def inputs(lead, m, d_model, d_k, d_v, scale=1.0, dtype=np.float64):
+        x = (r.normal(size=lead + (m, d_model)) * scale).astype(dtype)
+        W = [(r.normal(size=(d_model, d)) / np.sqrt(d_model)).astype(dtype) for d in (d_k, d_k, d_v)]
+        return (x, *W)
+
+    return {
+        "one": [Case("x (5, 8), W_q and W_k (8, 4), W_v (8, 3)", inputs((), 5, 8, 4, 3)),
+                Case("a single position, x (1, 6)", inputs((), 1, 6, 2, 2), hidden=True)],
+        "batched": [Case("a batch, x (2, 6, 8)", inputs((2,), 6, 8, 4, 5)),
+                    Case("leading shape (2, 3), x (2, 3, 4, 6)", inputs((2, 3), 4, 6, 3, 2), hidden=True)],
+        "robust": [Case("float32 inputs", inputs((), 4, 6, 4, 4, dtype=np.float32), float32=True),
+                   Case("large scores (x of size about 10)", inputs((2,), 5, 8, 8, 3, scale=10.0))],
+    }
+
+
+def check_causal_self_attention(causal_self_attention=None, *, points=POINTS["3.3"], hidden=False):
+    """Exercise 3.3: Q, K, V = x W_q, x W_k, x W_v; softmax(Q K^T / sqrt(d_k) + causal mask) V.
+
+    Your `softmax` and `create_causal_mask` run as the reference while this is checked.
+    """
+    c = Checker("3.3", "causal_self_attention", points, hidden)
+    fn = c.find(causal_self_attention, "causal_self_attention")
+    fn = rebind(fn, **EARLIER)
+    cases = causal_attention_cases()
+    ref = REF_CAUSAL_SELF_ATTENTION
+    common = dict(catalog=CATALOG["causal_self_attention"], names=("output", "weights"),
+                  forbidden=[ref, attention.scaled_dot_product_attention, attention.cross_attention,
+                             attention.MultiHeadAttention.__call__, attention.MultiHeadAttention.attend])
+    c.check_cases("one sequence (m=5, d_model=8, d_k=4, d_v=3)", fn, ref, cases["one"], **common)
+    c.check_cases("leading batch dimensions", fn, ref, cases["batched"], **common)
+    c.check_cases("float32 and large scores", fn, ref, cases["robust"], **common)
+    return c.result()
+
+
+# -- Exercise 3.4 -------------------------------------------------------------------------------------
+def check_output_logits(output_logits=None, *, points=POINTS["3.4"], hidden=False):
+    """Exercise 3.4: logits = h @ E.T, shape (..., m, V)."""
+    c = Checker("3.4", "output_logits", points, hidden)
+    fn = c.find(output_logits, "output_logits")
+    fn = rebind(fn, **EARLIER)
+    r = _rng(34)
+    ref = REF_OUTPUT_LOGITS
+    common = dict(catalog=CATALOG["output_logits"], forbidden=[ref])
+    c.check_cases("one sequence: (m, d_model) -> (m, V)", fn, ref,
+                  [Case("h (4, 8), E (11, 8): m=4, d_model=8, V=11", (r.normal(size=(4, 8)), r.normal(size=(11, 8)))),
+                   Case("one position, h (1, 6), E (9, 6)", (r.normal(size=(1, 6)), r.normal(size=(9, 6))), hidden=True)],
+                  **common)
+    c.check_cases("leading batch dimensions and float32", fn, ref,
+                  [Case("h (2, 3, 8), E (13, 8)", (r.normal(size=(2, 3, 8)), r.normal(size=(13, 8)))),
+                   Case("float32 h (3, 6) and E (10, 6)",
+                        (r.normal(size=(3, 6)).astype(np.float32), r.normal(size=(10, 6)).astype(np.float32)), float32=True),
+                   Case("leading shape (2, 2), h (2, 2, 3, 4), E (7, 4)",
+                        (r.normal(size=(2, 2, 3, 4)), r.normal(size=(7, 4))), hidden=True)],
+                  **common)
+    return c.result()
+
+
+# -- Exercise 3.5 -------------------------------------------------------------------------------------
+MASKED_ATTENTION_ORDER = Ordering(
+    "3.5", "the steps of masked multi-head self-attention, in order", "masked_attention_order",
+    steps=[
+        Step("project the decoder states into queries, keys and values (`x @ W_q`, `x @ W_k`, `x @ W_v`)",
+             "Queries, keys and values are made from the decoder states by the projections; every "
+             "other step works on them, so the projection comes first."),
+        Step("split the queries, keys and values into heads of width `d_k`",
+             "Each head takes its own d_k columns of the projected Q, K and V, so the projection must "
+             "come before the split; every step after it runs in each head separately."),
+        Step("score every query against every key, in each head: `Q @ K.T`",
+             "Scores compare each head's queries with that head's keys, so the heads must be split "
+             "first."),
+        Step("scale the scores by `1/sqrt(d_k)` and add the causal mask",
+             "Scaling and masking change the raw scores, so the scores must exist first, and both must "
+             "be done before the softmax. (Between the two, the order does not matter: -inf scaled is "
+             "still -inf and 0 scaled is still 0, so they are one step here.)"),
+        Step("softmax along the key axis",
+             "The softmax must see the scaled, masked scores: exp(-inf) = 0 is what gives every future "
+             "position exactly zero weight while the visible weights still sum to 1."),
+        Step("take the weighted sum of the values, in each head",
+             "The values are mixed with the attention weights, so the softmax must have produced them."),
+        Step("merge the heads back into one vector of width `d_model` per position",
+             "Merging puts the heads' outputs side by side, so every head must have finished its "
+             "weighted sum first."),
+        Step("project the merged vector with `W_o`",
+             "W_o mixes information across heads, so it comes last, once the heads sit side by side "
+             "again in one d_model-wide vector."),
+    ],
+    shown=[4, 7, 1, 6, 0, 2, 5, 3],
+)
+
+
+def check_masked_attention_order(masked_attention_order=None, *, points=POINTS["3.5"]):
+    """Exercise 3.5: all or nothing."""
+    return MASKED_ATTENTION_ORDER.check(masked_attention_order, points)
+
+
+# -- Exercise 3.6: a quiz, a new kind of check ------------------------------------------------------------
+TAGS = ("LEARNED", "CONFIG", "STATE")
+MEANING = {
+    "LEARNED": "a parameter: training changes it, one gradient step at a time, and it is saved with the model",
+    "CONFIG": "a choice made before training: nothing is computed from it by gradient descent, and no input changes it",
+    "STATE": "computed while the model runs, from the input in front of it, and thrown away afterwards",
+}
+
+
+@dataclass(frozen=True)
+class Item:
+    text: str
+    tag: str  # one of TAGS
+    why: str  # why this item carries its tag, in the student's words
+
+
+class TagQuiz:
+    """Tag each quantity [LEARNED], [CONFIG] or [STATE]. The graded answer is a dict from the item
+    numbers the notebook shows to tags, e.g. `quantity_tags = {1: LEARNED, 2: CONFIG, ...}`; every
+    item is worth the same share of the points, and every wrong item gets its own explanation."""
+
+    def __init__(self, exercise, title, name, items):
+        if any(item.tag not in TAGS for item in items):
+            raise ValueError(f"every tag must be one of {TAGS}")
+        self.exercise, self.title, self.name, self.items = exercise, title, name, list(items)
+
+    def prompt(self):
+        """The numbered list of quantities, as Markdown."""
+        return "\n".join(f"{n}. {item.text}" for n, item in enumerate(self.items, start=1))
+
+    @property
+    def answer(self):
+        return {n: item.tag for n, item in enumerate(self.items, start=1)}
+
+    @staticmethod
+    def _tag(value):
+        """'LEARNED', '[learned]', ' Learned ' -> 'LEARNED'; anything else -> None."""
+        if not isinstance(value, str):
+            return None
+        word = value.strip().strip("[]").strip().upper()
+        return word if word in TAGS else None
+
+    def _normalise(self, answer):
+        """(tags by item number, problems with the answer as a whole)."""
+        N = len(self.items)
+        example = "{1: LEARNED, 2: CONFIG, ...}"
+        if not isinstance(answer, dict):
+            return None, (f"`{self.name}` should be a dict from item number to tag, like {example}; "
+                          f"got {type(answer).__name__}")
+        tags, unknown = {}, []
+        for key, value in answer.items():
+            try:
+                n = int(key)
+                if n != key and str(n) != str(key).strip():
+                    raise ValueError
+            except (TypeError, ValueError):
+                unknown.append(repr(key))
+                continue
+            if not 1 <= n <= N:
+                unknown.append(repr(key))
+                continue
+            tags[n] = value
+        if unknown:
+            return None, (f"`{self.name}` has keys that are not item numbers 1..{N}: {', '.join(unknown)}. "
+                          f"Use the numbers of the list, like {example}")
+        return tags, ""
+
+    def feedback(self, answer):
+        """[(n, ok, message)] per item, or a message when the answer cannot be read at all."""
+        tags, problem = self._normalise(answer)
+        if tags is None:
+            return problem
+        results = []
+        for n, item in enumerate(self.items, start=1):
+            if n not in tags:
+                results.append((n, False, "no tag given for this item"))
+                continue
+            given = self._tag(tags[n])
+            if given is None:
+                results.append((n, False, f"{tags[n]!r} is not a tag: use LEARNED, CONFIG or STATE"))
+            elif given != item.tag:
+                results.append((n, False, f"you said {given}, but it is {item.tag}: {item.why} "
+                                          f"({item.tag} means {MEANING[item.tag]}.)"))
+            else:
+                results.append((n, True, ""))
+        return results
+
+    def check(self, answer=None, points=1):
+        """Grade the answer (found by name in the notebook when not given): a share per item."""
+        checker = Checker(self.exercise, self.title, points)
+        if answer is None:
+            answer = _caller_namespace().get(self.name)
+        if answer is None:
+            checker.stopped = f"no answer named `{self.name}` is defined. Run the answer cell, then this test."
+            return checker.result()
+        results = self.feedback(answer)
+        if isinstance(results, str):
+            checker.stopped = results
+            return checker.result()
+        for n, ok, message in results:
+            checker.record(f"{n}. {self.items[n - 1].text}", ok, message)
+        return checker.result()
+
+    def widget(self):
+        """One dropdown per item, with instant feedback. Grades nothing."""
+        import ipywidgets as w
+
+        options = [("(choose)", None)] + [(tag, tag) for tag in TAGS]
+        boxes = [w.Dropdown(options=options, value=None, description=f"{n}.",
+                            layout=w.Layout(width="14em"), style={"description_width": "2em"})
+                 for n in range(1, len(self.items) + 1)]
+        notes = [w.HTML(value="") for _ in self.items]
+        rows = [w.HBox([box, w.HTML(value=_html(item.text).replace("`", ""), layout=w.Layout(width="34em")), note])
+                for box, item, note in zip(boxes, self.items, notes)]
+
+        def update(_=None):
+            for box, item, note in zip(boxes, self.items, notes):
+                if box.value is None:
+                    note.value = ""
+                elif box.value == item.tag:
+                    note.value = f"<span style='color:#1a7f37'>{PASS}</span>"
+                else:
+                    note.value = (f"<span style='color:#b3261e' title='{_html(item.why)}'>{FAIL} "
+                                  f"{_html(item.why)}</span>")
+
+        for box in boxes:
+            box.observe(update, names="value")
+        title = w.HTML(f"<b>Exercise {self.exercise}: {self.title}</b> "
+                       f"(practice; the graded answer is `{self.name}` below)")
+        return w.VBox([title, *rows])
+
+
+TAG_QUIZ = TagQuiz(
+    "3.6", "[LEARNED], [CONFIG] or [STATE]?", "quantity_tags",
+    items=[
+        Item("the self-attention projections `W_q, W_k, W_v, W_o` of a decoder block", "LEARNED",
+             "they are weight matrices, and every training step moves them along their gradient."),
+        Item("the number of decoder blocks `N_dec`", "CONFIG",
+             "you pick it before training; no gradient can add or remove a block."),
+        Item("the attention weights of a decoder block, for one input", "STATE",
+             "the softmax computes them afresh from each input's queries and keys, then they are discarded."),
+        Item("the embedding matrix `E`, shared by the source, the target and the output head", "LEARNED",
+             "its rows are trained like any weight; tying it to the output head makes it one parameter "
+             "used in three places, not a fixed table."),
+        Item("the logits `h @ E.T` for one input", "STATE",
+             "they are the output of a forward pass on one input; a new input gives new logits."),
+        Item("the rule that position `i` may only look at positions `j <= i` (the causal-mask policy)", "CONFIG",
+             "it is a design decision fixed before training; the mask has no parameters and no input changes it."),
+        Item("the RMSNorm gains `norm1_gamma`, `norm2_gamma`, `norm3_gamma`", "LEARNED",
+             "they start at 1 but are trained like any other weight."),
+        Item("the encoder output `H_enc` for one source sentence", "STATE",
+             "it is computed from the source each time the model runs (once per sentence, then reused "
+             "at every decoding step); training changes the weights that produce it, not it."),
+        Item("the widths `d_model` and `d_ff` and the number of heads `h`", "CONFIG",
+             "they fix the shapes of the weight matrices, so they must be chosen before any weight exists."),
+        Item("the cross-attention projections of a decoder block", "LEARNED",
+             "they are a second full set of weight matrices, trained like the self-attention ones."),
+        Item("the decoder hidden states `H_dec` after each block", "STATE",
+             "they are intermediate results of one forward pass, different for every input."),
+        Item("whether the source, the target and the output head share one embedding matrix", "CONFIG",
+             "it decides how many embedding matrices exist, an architecture choice made before training, "
+             "not the values inside them."),
+        Item("the predicted next-token probabilities `softmax(h @ E.T)`", "STATE",
+             "they are computed from one input's logits and change with every input."),
+        Item("the feed-forward weights `W1, b1, W2, b2`", "LEARNED",
+             "weights and biases are both parameters: the optimiser updates them at every step."),
+        Item("the learning rate and RMSNorm's `eps`", "CONFIG",
+             "you set them; the optimiser uses the learning rate but never changes it by gradient descent."),
+    ],
+)
+
+
+def check_quantity_tags(quantity_tags=None, *, points=POINTS["3.6"]):
+    """Exercise 3.6: each item earns the same share of the points."""
+    return TAG_QUIZ.check(quantity_tags, points)
+
+
+EXERCISES = [
+    Exercise("3.1", "create_causal_mask", check_create_causal_mask, POINTS["3.1"], attention.create_causal_mask),
+    Exercise("3.2", "decoder_mask", check_decoder_mask, POINTS["3.2"], decoder_mask),
+    Exercise("3.3", "causal_self_attention", check_causal_self_attention, POINTS["3.3"], causal_self_attention),
+    Exercise("3.4", "output_logits", check_output_logits, POINTS["3.4"], output_logits),
+]
+ORDERINGS = [MASKED_ATTENTION_ORDER]
+QUIZZES = [TAG_QUIZ]

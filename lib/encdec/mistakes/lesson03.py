@@ -1,0 +1,220 @@
+"""Lesson 03: the causal mask, the decoder's combined mask, one head of masked self-attention and
+the tied output head.
+
+Mistakes that need an earlier exercise call the reference under a trailing-underscore name
+(`softmax_`, `create_causal_mask_`, `padding_mask_`), so that pasting one into a notebook never
+replaces the student's own function of the plain name.
+"""
+
+import numpy as np
+
+from ..attention import create_causal_mask as create_causal_mask_
+from ..attention import padding_mask as padding_mask_
+from ..attention import softmax as softmax_
+from . import mistake
+
+
+# -- Exercise 3.1 create_causal_mask --------------------------------------------------------------------
+@mistake("create_causal_mask", "diagonal_masked",
+         "the diagonal is masked too, so a position cannot see itself (and position 0 sees nothing "
+         "at all). Hide only the future, j > i: np.triu(..., k=1), which starts one above the diagonal.")
+def create_causal_mask(seq_len):
+    return np.where(np.triu(np.ones((seq_len, seq_len), dtype=bool), k=0), -np.inf, 0.0)
+
+
+@mistake("create_causal_mask", "past_masked",
+         "the past is hidden instead of the future: -inf sits below the diagonal. Row i is query i; "
+         "it may see keys j <= i (on and below the diagonal), so -inf goes above it, where j > i.")
+def create_causal_mask(seq_len):  # noqa: F811
+    return np.where(np.tril(np.ones((seq_len, seq_len), dtype=bool), k=-1), -np.inf, 0.0)
+
+
+@mistake("create_causal_mask", "boolean",
+         "the mask is boolean (True above the diagonal). Added to scores, True counts as 1 and False "
+         "as 0, so the future is not hidden at all, just nudged up by 1. Return an additive float mask: "
+         "np.where(future, -np.inf, 0.0).")
+def create_causal_mask(seq_len):  # noqa: F811
+    return np.triu(np.ones((seq_len, seq_len), dtype=bool), k=1)
+
+
+@mistake("create_causal_mask", "zero_times_inf",
+         "the mask was made by multiplying a 0/1 matrix by -inf, and 0 * (-inf) is nan, not 0: every "
+         "visible entry became nan. Build it with np.where(future, -np.inf, 0.0).")
+def create_causal_mask(seq_len):  # noqa: F811
+    return np.triu(np.ones((seq_len, seq_len)), k=1) * -np.inf
+
+
+@mistake("create_causal_mask", "multiplicative",
+         "this is a multiplicative 1/0 mask (1 on and below the diagonal). The course's masks are "
+         "added to the scores before the softmax: 0.0 where visible, -inf where hidden.")
+def create_causal_mask(seq_len):  # noqa: F811
+    return np.tril(np.ones((seq_len, seq_len)))
+
+
+@mistake("create_causal_mask", "large_negative",
+         "the future gets a large negative number (like -1e9) instead of -inf. It is a common "
+         "stand-in, but not exactly hidden, and it overflows in float16. The course's masks are "
+         "exactly 0.0 and -np.inf.")
+def create_causal_mask(seq_len):  # noqa: F811
+    return np.where(np.triu(np.ones((seq_len, seq_len), dtype=bool), k=1), -1e9, 0.0)
+
+
+# -- Exercise 3.2 decoder_mask ------------------------------------------------------------------------
+@mistake("decoder_mask", "padding_forgotten",
+         "only the causal mask is returned: the target's pad positions are still visible. Add the "
+         "padding mask of the target: create_causal_mask(m) + padding_mask(tgt_in, pad_id).")
+def decoder_mask(tgt_in, pad_id):
+    return create_causal_mask_(np.shape(tgt_in)[-1])
+
+
+@mistake("decoder_mask", "causal_forgotten",
+         "only the padding mask is returned: every position can see the future. The decoder's "
+         "self-attention needs both: create_causal_mask(m) + padding_mask(tgt_in, pad_id).")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    return padding_mask_(tgt_in, pad_id)
+
+
+@mistake("decoder_mask", "pads_hidden_as_queries",
+         "the target pads are hidden as queries (whole rows) instead of as keys (columns). What must "
+         "never happen is a real token looking *at* a pad: hide pad columns, shape (..., 1, 1, m), "
+         "as padding_mask does.")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    tgt_in = np.asarray(tgt_in)
+    rows = np.where(tgt_in == pad_id, -np.inf, 0.0)[..., None, :, None]
+    return create_causal_mask_(tgt_in.shape[-1]) + rows
+
+
+@mistake("decoder_mask", "multiplied",
+         "the two masks are multiplied. Additive masks combine by adding: 0 + 0 = 0 (visible), and "
+         "anything + (-inf) = -inf (hidden). A product gives 0 * (-inf) = nan and (-inf) * (-inf) = +inf.")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    return create_causal_mask_(np.shape(tgt_in)[-1]) * padding_mask_(tgt_in, pad_id)
+
+
+@mistake("decoder_mask", "maximum",
+         "the masks are combined with np.maximum, which keeps a key visible when *either* mask shows "
+         "it. A key must be hidden when either mask hides it: add the masks (or take np.minimum).")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    return np.maximum(create_causal_mask_(np.shape(tgt_in)[-1]), padding_mask_(tgt_in, pad_id))
+
+
+@mistake("decoder_mask", "boolean",
+         "the combined mask is boolean (True = hidden). Masks here are additive: turn the boolean "
+         "'hidden' into np.where(hidden, -np.inf, 0.0), or add the two additive masks directly.")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    tgt_in = np.asarray(tgt_in)
+    m = tgt_in.shape[-1]
+    future = np.triu(np.ones((m, m), dtype=bool), k=1)
+    return future | (tgt_in == pad_id)[..., None, None, :]
+
+
+@mistake("decoder_mask", "pad_id_ignored",
+         "the pad id is taken to be 0 whatever `pad_id` says. Pass `pad_id` on to padding_mask "
+         "(or compare with it).")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    return create_causal_mask_(np.shape(tgt_in)[-1]) + padding_mask_(tgt_in, 0)
+
+
+# -- Exercise 3.3 causal_self_attention -----------------------------------------------------------------
+@mistake("causal_self_attention", "mask_after_softmax_zeroed",
+         "the future weights are zeroed after the softmax. The softmax has already shared the weight "
+         "among all keys, future included, so each row now sums to less than 1. Add the mask to the "
+         "scores before the softmax: exp(-inf) = 0, and the visible weights still sum to 1.")
+def causal_self_attention(x, W_q, W_k, W_v):
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    m = x.shape[-2]
+    weights = softmax_(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), axis=-1)
+    weights = np.where(np.triu(np.ones((m, m), dtype=bool), k=1), 0.0, weights)
+    return weights @ V, weights
+
+
+@mistake("causal_self_attention", "mask_after_softmax_added",
+         "the mask is added after the softmax, which puts -inf into the weights and nan or -inf "
+         "into the output. Add the mask to the scores, before the softmax.")
+def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    weights = softmax_(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), axis=-1)
+    weights = weights + create_causal_mask_(x.shape[-2])
+    return weights @ V, weights
+
+
+@mistake("causal_self_attention", "no_mask",
+         "there is no causal mask, so every position reads the future, including the very token "
+         "it is trained to predict. Add create_causal_mask(m) to the scores before the softmax.")
+def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    weights = softmax_(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), axis=-1)
+    return weights @ V, weights
+
+
+@mistake("causal_self_attention", "diagonal_masked",
+         "the mask hides the diagonal too, so no position can see itself and position 0 sees nothing "
+         "(its weights are all 0). Hide only j > i: np.triu(..., k=1), or create_causal_mask(m).")
+def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    m = x.shape[-2]
+    mask = np.where(np.triu(np.ones((m, m), dtype=bool), k=0), -np.inf, 0.0)
+    weights = softmax_(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) + mask, axis=-1)
+    return weights @ V, weights
+
+
+@mistake("causal_self_attention", "past_masked",
+         "the mask hides the past instead of the future (-inf below the diagonal). Query i may read "
+         "keys j <= i: the -inf entries belong above the diagonal.")
+def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    m = x.shape[-2]
+    mask = np.where(np.tril(np.ones((m, m), dtype=bool), k=-1), -np.inf, 0.0)
+    weights = softmax_(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) + mask, axis=-1)
+    return weights @ V, weights
+
+
+@mistake("causal_self_attention", "boolean_mask_added",
+         "a boolean mask is added to the scores. True counts as 1, so future scores are raised by 1 "
+         "instead of hidden. Add an additive mask: 0.0 where visible, -inf where hidden.")
+def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    m = x.shape[-2]
+    future = np.triu(np.ones((m, m), dtype=bool), k=1)
+    weights = softmax_(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) + future, axis=-1)
+    return weights @ V, weights
+
+
+@mistake("causal_self_attention", "scale_by_d_model",
+         "the scores are divided by sqrt(d_model), the width of x. They are dot products of queries "
+         "and keys, whose width is d_k = W_q.shape[1]: divide by sqrt(d_k).")
+def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(x.shape[-1]) + create_causal_mask_(x.shape[-2])
+    weights = softmax_(scores, axis=-1)
+    return weights @ V, weights
+
+
+# -- Exercise 3.4 output_logits -------------------------------------------------------------------------
+@mistake("output_logits", "no_transpose",
+         "h @ E multiplies (m, d_model) by (V, d_model): the shapes do not fit. The head scores h "
+         "against every row of E (one row per token), so use E's transpose: h @ E.T, giving (m, V).")
+def output_logits(h, E):
+    return h @ E
+
+
+@mistake("output_logits", "transposed_result",
+         "the result is (V, m), one column per position. Logits are (..., m, V): one row of V "
+         "scores per position. Compute h @ E.T.")
+def output_logits(h, E):  # noqa: F811
+    return E @ h.T
+
+
+@mistake("output_logits", "scaled_by_sqrt_d_model",
+         "the logits are scaled by sqrt(d_model). That factor belongs to the input side, where the "
+         "embedding row is scaled before the positions are added; the tied head is plain h @ E.T.")
+def output_logits(h, E):  # noqa: F811
+    return h @ E.T * np.sqrt(E.shape[-1])
+
+
+@mistake("output_logits", "probabilities",
+         "a softmax is applied, so these are probabilities, not logits. The head returns the raw "
+         "scores h @ E.T; the loss (Lesson 7) and decoding (Lesson 9) apply the softmax themselves.")
+def output_logits(h, E):  # noqa: F811
+    return softmax_(h @ E.T, axis=-1)
+
