@@ -23,7 +23,8 @@
 #
 # Tags used throughout the course: **[LEARNED]** a parameter training changes, **[CONFIG]** a
 # choice made before training, **[STATE]** something computed while the model runs. Figures follow
-# the course's [figure key](../FIGURE_KEY.md).
+# the course's [figure key](../FIGURE_KEY.md). Appendices: [A — formulas](../APPENDIX_A_formulas.md),
+# [B — architecture comparison](../APPENDIX_B_architectures.md), [C — acronyms](../APPENDIX_C_acronyms.md).
 
 # %% [setup] setup
 # Run this cell first. It checks your environment and loads what the lesson needs.
