@@ -1,0 +1,316 @@
+"""Checkers for lesson 07, Backpropagation.
+
+Exercise 7.1 softmax_cross_entropy (3 points), 7.2 numerical_gradient (2), 7.3 softmax_backward (3),
+7.4 attention_backward (4), 7.5 rms_norm_backward (3), 7.6 the order backpropagation visits the model (1).
+"""
+
+import dataclasses
+import importlib
+
+import numpy as np
+
+from .. import loss
+from ..attention import create_causal_mask, scaled_dot_product_attention, softmax
+from ..mistakes import CATALOG
+from ..mistakes import lesson07 as _register  # noqa: F401  (fills the catalog)
+from .core import Case, Checker, Exercise, rebind
+from .ordering import Ordering, Step
+
+# the module, not encdec.backward (the package exports training.backward under that name)
+backward = importlib.import_module("..backward", __package__)
+
+POINTS = {"7.1": 3, "7.2": 2, "7.3": 3, "7.4": 4, "7.5": 3, "7.6": 1}
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+# -- Exercise 7.1 --------------------------------------------------------------------------------------
+def _padded_targets(r, lengths, m, V, pad_id):
+    ids = [i for i in range(V) if i != pad_id]
+    t = np.full((len(lengths), m), pad_id, dtype=np.int64)
+    for b, n in enumerate(lengths):
+        t[b, :n] = r.choice(ids, size=n)
+    return t
+
+
+def _xent(logits, targets, pad_id=None):
+    return loss.softmax_cross_entropy(logits, targets, pad_id)
+
+
+def cross_entropy_cases():
+    r = _rng(71)
+    batch_t = _padded_targets(r, [5, 3], 5, 7, 0)
+    pad3 = _padded_targets(r, [4, 2, 1], 4, 6, 3)
+    deep = _padded_targets(r, [3, 1, 2, 3, 2, 3], 3, 5, 0).reshape(2, 3, 3)
+    return {
+        "plain": [Case("one sequence: m=4 positions, V=6, no padding (pad_id=None)",
+                       (r.normal(size=(4, 6)) * 2, r.integers(0, 6, size=4))),
+                  Case("one position, V=3", (r.normal(size=(1, 3)), np.array([2])), hidden=True)],
+        "padded": [Case("a batch (2, 5) of targets with pads (pad_id=0), V=7",
+                        (r.normal(size=(2, 5, 7)), batch_t), {"pad_id": 0}),
+                   Case("pad_id=3, a batch (3, 4), V=6", (r.normal(size=(3, 4, 6)), pad3), {"pad_id": 3}),
+                   Case("leading shape (2, 3), m=3, V=5", (r.normal(size=(2, 3, 3, 5)), deep), {"pad_id": 0},
+                        hidden=True)],
+        "robust": [Case("large logits (about ±1000)", (r.normal(size=(2, 5, 7)) * 1000, batch_t), {"pad_id": 0}),
+                   Case("float32 logits", (r.normal(size=(2, 5, 7)).astype(np.float32), batch_t), {"pad_id": 0},
+                        float32=True),
+                   Case("near-equal logits (1e-9 apart)", (r.normal(size=(2, 5, 7)) * 1e-9, batch_t), {"pad_id": 0},
+                        hidden=True)],
+        "empty": [Case("every target is padding", (r.normal(size=(2, 3, 4)), np.zeros((2, 3), dtype=np.int64)),
+                       {"pad_id": 0})],
+    }
+
+
+def check_softmax_cross_entropy(softmax_cross_entropy=None, *, points=POINTS["7.1"], hidden=False):
+    """Exercise 7.1: mean cross-entropy over non-pad positions and its gradient (p̂ - y) / N."""
+    c = Checker("7.1", "softmax_cross_entropy", points, hidden)
+    fn = c.find(softmax_cross_entropy, "softmax_cross_entropy")
+    cases = cross_entropy_cases()
+    common = dict(catalog=CATALOG["softmax_cross_entropy"], names=("loss", "dlogits"),
+                  forbidden=[loss.softmax_cross_entropy])
+    c.check_cases("loss and gradient, no padding", fn, _xent, cases["plain"], **common)
+    c.check_cases("padded batches: pads ignored, mean over the real tokens", fn, _xent, cases["padded"], weight=2,
+                  **common)
+    c.check_cases("large logits and float32", fn, _xent, cases["robust"], **common)
+    c.check_cases("a batch with no real token", fn, _xent, cases["empty"], weight=0.5, **common)
+    return c.result()
+
+
+# -- Exercise 7.2 --------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """A scalar function f() that reads an array x: make() gives a fresh (f, x) each time."""
+
+    label: str
+    shape: tuple
+    seed: int
+    kind: str
+
+    def make(self):
+        x = _rng(self.seed).normal(size=self.shape)
+        w = _rng(self.seed + 1).normal(size=self.shape)
+        if self.kind == "sin":
+            def f():
+                return np.sum(w * np.sin(x))
+        elif self.kind == "quadratic":
+            A = _rng(self.seed + 2).normal(size=(x.size, x.size))
+
+            def f():
+                return x.ravel() @ A @ x.ravel()
+        elif self.kind == "cubic":
+            def f():
+                return np.sum(w * x**3)
+        elif self.kind == "xent":
+            targets = _rng(self.seed + 3).integers(0, self.shape[-1], size=self.shape[:-1])
+
+            def f():
+                return loss.softmax_cross_entropy(x, targets)[0]
+        else:  # log-sum-exp
+            def f():
+                return np.log(np.sum(np.exp(x * w)))
+        return f, x
+
+
+def _gradient_of(fn):
+    def run(problem, h=None):
+        f, x = problem.make()
+        return fn(f, x) if h is None else fn(f, x, h)
+    return run
+
+
+def _x_after(fn):
+    def run(problem, h=None):
+        f, x = problem.make()
+        fn(f, x) if h is None else fn(f, x, h)
+        return x
+    return run
+
+
+def _wrapped(catalog, wrap):
+    return [dataclasses.replace(m, impl=wrap(m.impl)) for m in catalog]
+
+
+def numerical_gradient_cases():
+    return [
+        Case("f = sum(w * sin(x)), x of shape (3, 4), default h", (Problem("sin", (3, 4), 720, "sin"),)),
+        Case("f = xᵀ A x (every entry interacts), x of shape (5,), h=1e-5",
+             (Problem("quadratic", (5,), 721, "quadratic"), 1e-5)),
+        Case("f = sum(w * x³), x of shape (4,), h=1e-2", (Problem("cubic", (4,), 722, "cubic"), 1e-2)),
+        Case("f = cross-entropy of logits x (2, 3, 5), h=1e-4", (Problem("xent", (2, 3, 5), 723, "xent"), 1e-4),
+             hidden=True),
+        Case("f = log(sum(exp(w * x))), x of shape (2, 2, 3), h=1e-3",
+             (Problem("lse", (2, 2, 3), 724, "lse"), 1e-3), hidden=True),
+    ]
+
+
+def check_numerical_gradient(numerical_gradient=None, *, points=POINTS["7.2"], hidden=False):
+    """Exercise 7.2: central differences, one entry at a time, x restored."""
+    c = Checker("7.2", "numerical_gradient", points, hidden)
+    fn = c.find(numerical_gradient, "numerical_gradient")
+    cases = numerical_gradient_cases()
+    forbidden = [backward.numerical_gradient, backward.gradient_check]
+    catalog = CATALOG["numerical_gradient"]
+    ref = backward.numerical_gradient
+    c.check_cases("central differences, entry by entry", _gradient_of(fn) if fn else None, _gradient_of(ref),
+                  cases, catalog=_wrapped(catalog, _gradient_of), forbidden=forbidden, weight=3)
+    c.check_cases("x is left as it was", _x_after(fn) if fn else None, _x_after(ref), cases,
+                  catalog=_wrapped(catalog, _x_after), forbidden=forbidden)
+    return c.result()
+
+
+# -- Exercise 7.3 --------------------------------------------------------------------------------------
+def softmax_backward_cases():
+    r = _rng(73)
+
+    def pair(shape, axis=-1, scale=1.0, mask=None, dtype=np.float64):
+        z = r.normal(size=shape) * scale
+        if mask is not None:
+            z = z + mask
+        return (r.normal(size=shape).astype(dtype), softmax(z, axis=axis).astype(dtype))
+
+    return {
+        "rows": [Case("a (3, 5) array, softmax over the last axis", pair((3, 5))),
+                 Case("a single row of 4", pair((4,))),
+                 Case("a (4, 4) array", pair((4, 4)), hidden=True)],
+        "axis": [Case("axis=0 on a (4, 3) array", pair((4, 3), axis=0), {"axis": 0}),
+                 Case("axis=1 on a (2, 3, 4) array", pair((2, 3, 4), axis=1), {"axis": 1}, hidden=True)],
+        "batched": [Case("batched (2, 3, 4, 5)", pair((2, 3, 4, 5))),
+                    Case("masked rows (causal, 5 x 5): zero probabilities", pair((5, 5), mask=create_causal_mask(5))),
+                    Case("saturated softmax (logits about 50)", pair((3, 6), scale=50.0), hidden=True),
+                    Case("float32", pair((3, 5), dtype=np.float32), float32=True, hidden=True)],
+    }
+
+
+def check_softmax_backward(softmax_backward=None, *, points=POINTS["7.3"], hidden=False):
+    """Exercise 7.3: dx = p * (dout - sum(dout * p)) along `axis`."""
+    c = Checker("7.3", "softmax_backward", points, hidden)
+    fn = c.find(softmax_backward, "softmax_backward")
+    cases = softmax_backward_cases()
+    common = dict(catalog=CATALOG["softmax_backward"], forbidden=[backward.softmax_backward])
+    ref = backward.softmax_backward
+    c.check_cases("rows of probabilities", fn, ref, cases["rows"], **common)
+    c.check_cases("the axis argument is respected", fn, ref, cases["axis"], **common)
+    c.check_cases("batched, masked and saturated", fn, ref, cases["batched"], **common)
+    return c.result()
+
+
+# -- Exercise 7.4 --------------------------------------------------------------------------------------
+def attention_backward_cases():
+    r = _rng(74)
+
+    def case(lead, m, n, d_k, d_v, mask=None, scale=1.0, dtype=np.float64):
+        Q, K, V = (r.normal(size=lead + s) * scale for s in ((m, d_k), (n, d_k), (n, d_v)))
+        _, weights = scaled_dot_product_attention(Q, K, V, mask)
+        dout = r.normal(size=lead + (m, d_v))
+        return tuple(a.astype(dtype) for a in (dout, Q, K, V, weights))
+
+    pad = np.where(np.arange(6) >= 4, -np.inf, 0.0)  # keys 4 and 5 hidden
+    return {
+        "basic": [Case("unbatched, m=3 queries, n=5 keys, d_k=4, d_v=2", case((), 3, 5, 4, 2)),
+                  Case("one query, d_k=1", case((), 1, 4, 1, 3), hidden=True)],
+        "batched": [Case("batched (2,), m=4, n=3, d_k=6, d_v=5", case((2,), 4, 3, 6, 5)),
+                    Case("heads: leading shape (2, 3), m=n=4", case((2, 3), 4, 4, 2, 2), hidden=True)],
+        "masked": [Case("causal mask, m=n=4", case((), 4, 4, 3, 2, create_causal_mask(4))),
+                   Case("padding mask hiding keys 4 and 5, m=3, n=6", case((2,), 3, 6, 4, 3, pad)),
+                   Case("large scores (entries about 5)", case((), 3, 5, 8, 2, scale=5.0), hidden=True),
+                   Case("float32", case((), 3, 5, 4, 2, dtype=np.float32), float32=True, hidden=True)],
+    }
+
+
+def check_attention_backward(attention_backward=None, *, points=POINTS["7.4"], hidden=False):
+    """Exercise 7.4: (dQ, dK, dV) of softmax(Q K^T / sqrt(d_k) + mask) V.
+
+    Your `softmax_backward` is replaced by the reference while this runs, so a mistake in
+    Exercise 7.3 is not charged again here.
+    """
+    c = Checker("7.4", "attention_backward", points, hidden)
+    fn = c.find(attention_backward, "attention_backward")
+    fn = rebind(fn, softmax_backward=backward.softmax_backward)
+    cases = attention_backward_cases()
+    common = dict(catalog=CATALOG["attention_backward"], names=("dQ", "dK", "dV"),
+                  forbidden=[backward.attention_backward])
+    ref = backward.attention_backward
+    c.check_cases("unbatched, rectangular (m != n)", fn, ref, cases["basic"], **common)
+    c.check_cases("leading batch dimensions", fn, ref, cases["batched"], **common)
+    c.check_cases("masked weights, large scores, float32", fn, ref, cases["masked"], **common)
+    return c.result()
+
+
+# -- Exercise 7.5 --------------------------------------------------------------------------------------
+def rms_norm_backward_cases():
+    r = _rng(75)
+
+    def case(shape, scale=1.0, **kwargs):
+        d = shape[-1]
+        return Case(kwargs.pop("label"), (r.normal(size=shape), r.normal(size=shape) * scale, r.uniform(0.5, 1.5, size=d)),
+                    kwargs.pop("kw", {}), **kwargs)
+
+    return {
+        "basic": [case((4, 6), label="x of shape (4, 6)"),
+                  case((5,), label="a single vector, d=5"),
+                  case((3, 3), label="x of shape (3, 3)", hidden=True)],
+        "batched": [case((2, 3, 5), label="batched (2, 3, 5)"),
+                    case((2, 2, 3, 4), label="leading shape (2, 2, 3)", hidden=True)],
+        "eps": [case((3, 4), scale=1e-4, label="near-zero x (about 1e-4), where eps matters"),
+                case((3, 4), scale=0.1, kw={"eps": 1e-2}, label="eps=1e-2"),
+                case((2, 8), scale=1e3, label="large x (about 1e3)", hidden=True)],
+    }
+
+
+def check_rms_norm_backward(rms_norm_backward=None, *, points=POINTS["7.5"], hidden=False):
+    """Exercise 7.5: (dx, dgamma) of y = gamma * x / sqrt(mean(x^2) + eps)."""
+    c = Checker("7.5", "rms_norm_backward", points, hidden)
+    fn = c.find(rms_norm_backward, "rms_norm_backward")
+    cases = rms_norm_backward_cases()
+    common = dict(catalog=CATALOG["rms_norm_backward"], names=("dx", "dgamma"),
+                  forbidden=[backward.rms_norm_backward])
+    ref = backward.rms_norm_backward
+    c.check_cases("dx and dgamma", fn, ref, cases["basic"], **common)
+    c.check_cases("leading batch dimensions (dgamma summed over them)", fn, ref, cases["batched"], **common)
+    c.check_cases("eps: near-zero and large x, another eps", fn, ref, cases["eps"], **common)
+    return c.result()
+
+
+# -- Exercise 7.6 --------------------------------------------------------------------------------------
+BACKPROP_ORDER = Ordering(
+    "7.6", "the order backpropagation visits the model", "backprop_order",
+    steps=[
+        Step("the loss gradient at the logits: dz = (p̂ - y) / N",
+             "Backpropagation starts where the forward pass ended: the gradient of the loss with respect "
+             "to the logits."),
+        Step("through the tied head z = h Eᵀ: dh = dz E, and the head's share of dE",
+             "The head was the last operation of the forward pass, so it is the first one the gradient "
+             "goes back through, as soon as dz exists."),
+        Step("through the decoder's final RMSNorm",
+             "The final norm fed the head, so its backward pass needs dh, which the head's backward produces."),
+        Step("through the decoder blocks, last block first (FFN, cross-attention, self-attention in each)",
+             "The decoder blocks fed the final norm, so their gradient comes out of the norm's backward pass."),
+        Step("through the encoder's final RMSNorm, with dH_enc summed over every decoder block's cross-attention",
+             "H_enc was read by the cross-attention of every decoder block: its gradient is complete only "
+             "after all decoder blocks have been gone through."),
+        Step("through the encoder blocks, last block first",
+             "The encoder blocks fed the encoder's final norm, so they wait for its backward pass, which "
+             "waits for the whole decoder."),
+        Step("dE complete: the head's share plus the rows of the source and target tokens (times sqrt(d))",
+             "E was used three times (source, target, head); its gradient is the sum of all three shares, "
+             "and the source share is known only at the very end, after the encoder blocks."),
+    ],
+    shown=[4, 1, 6, 2, 5, 0, 3],
+)
+
+
+def check_backprop_order(backprop_order=None, *, points=POINTS["7.6"]):
+    """Exercise 7.6: all or nothing."""
+    return BACKPROP_ORDER.check(backprop_order, points)
+
+
+EXERCISES = [
+    Exercise("7.1", "softmax_cross_entropy", check_softmax_cross_entropy, POINTS["7.1"], loss.softmax_cross_entropy),
+    Exercise("7.2", "numerical_gradient", check_numerical_gradient, POINTS["7.2"], backward.numerical_gradient),
+    Exercise("7.3", "softmax_backward", check_softmax_backward, POINTS["7.3"], backward.softmax_backward),
+    Exercise("7.4", "attention_backward", check_attention_backward, POINTS["7.4"], backward.attention_backward),
+    Exercise("7.5", "rms_norm_backward", check_rms_norm_backward, POINTS["7.5"], backward.rms_norm_backward),
+]
+ORDERINGS = [BACKPROP_ORDER]
