@@ -1,0 +1,292 @@
+"""Checkers for lesson 08, Training.
+
+Exercise 8.1 sequence_cross_entropy (3 points), 8.2 adam_update (3), 8.3 warmup_schedule (2),
+8.4 train_step (3), 8.5 the steps of one training step, in order (1).
+
+`train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None)` receives the
+reference `encdec.Seq2Seq` with randomised weights and the reference `encdec.Adam`, and runs with
+the reference loss in place of the student's `sequence_cross_entropy` (and the reference
+`adam_update` and `warmup_schedule`, should it call them), so a mistake in Exercises 8.1-8.3 is
+never charged again in 8.4.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from .. import loss as loss_mod
+from .. import optim, training
+from ..mistakes import CATALOG
+from ..mistakes import lesson08 as _register  # noqa: F401  (fills the catalog)
+from ..model import Seq2Seq
+from .core import Case, Checker, Exercise, rebind
+from .ordering import Ordering, Step
+
+POINTS = {"8.1": 3, "8.2": 3, "8.3": 2, "8.4": 3, "8.5": 1}
+
+PAD, BOS, EOS = 0, 1, 2
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def _wrap_catalog(mistakes, wrapper):
+    """Catalog entries run through the same harness as the student's answer."""
+    return [dataclasses.replace(m, impl=wrapper(m.impl)) for m in mistakes]
+
+
+# -- Exercise 8.1 ---------------------------------------------------------------------------------------
+def _padded_targets(r, lengths, width, vocab_size, pad_id=PAD):
+    """(B, width) targets: lengths[b] real tokens ending in EOS, then pads."""
+    out = np.full((len(lengths), width), pad_id, dtype=np.int64)
+    letters = [i for i in range(vocab_size) if i not in (PAD, BOS, EOS, pad_id)]
+    for b, n in enumerate(lengths):
+        out[b, : n - 1] = r.choice(letters, size=n - 1)
+        out[b, n - 1] = EOS
+    return out
+
+
+def loss_cases():
+    r = _rng(81)
+    V = 9
+    big = r.normal(size=(2, 4, V)) * 1e3
+    t_big = _padded_targets(r, [4, 2], 4, V)
+    return {
+        "basic": [Case("one sequence, m=5 positions, V=7, no padding", (r.normal(size=(5, 7)), r.integers(0, 7, size=5))),
+                  Case("a (2, 3) batch, V=4, no padding", (r.normal(size=(2, 3, 4)) * 2, r.integers(0, 4, size=(2, 3))),
+                       hidden=True)],
+        "pads": [Case("a padded batch: 3 sequences of lengths 6, 3, 4; pad_id=0",
+                      (r.normal(size=(3, 6, V)), _padded_targets(r, [6, 3, 4], 6, V)), {"pad_id": PAD}),
+                 Case("pad_id=8 (not 0), lengths 2 and 5",
+                      (r.normal(size=(2, 5, V)), _padded_targets(r, [2, 5], 5, V, pad_id=8)), {"pad_id": 8},
+                      hidden=True)],
+        "smoothing": [Case("label_smoothing=0.1, one sequence, no padding",
+                           (r.normal(size=(4, 6)), r.integers(0, 6, size=4)), {"label_smoothing": 0.1}),
+                      Case("label_smoothing=0.2 on a padded batch",
+                           (r.normal(size=(3, 5, V)), _padded_targets(r, [5, 2, 3], 5, V)),
+                           {"pad_id": PAD, "label_smoothing": 0.2}),
+                      Case("label_smoothing=0.3, batch (2, 2, 4, V)",
+                           (r.normal(size=(2, 2, 4, V)), _padded_targets(r, [4, 1, 3, 4], 4, V).reshape(2, 2, 4)),
+                           {"pad_id": PAD, "label_smoothing": 0.3}, hidden=True)],
+        "robust": [Case("large logits (about 1000)", (big, t_big), {"pad_id": PAD, "label_smoothing": 0.1}),
+                   Case("float32 logits", (r.normal(size=(2, 3, V)).astype(np.float32), _padded_targets(r, [3, 2], 3, V)),
+                        {"pad_id": PAD}, float32=True),
+                   Case("a batch that is all padding (the loss is 0.0, the gradient all zeros)",
+                        (r.normal(size=(2, 3, V)), np.zeros((2, 3), dtype=np.int64)), {"pad_id": PAD}, hidden=True)],
+    }
+
+
+def check_sequence_cross_entropy(sequence_cross_entropy=None, *, points=POINTS["8.1"], hidden=False):
+    """Exercise 8.1: mean cross-entropy over non-pad targets, with label smoothing, and its gradient."""
+    c = Checker("8.1", "sequence_cross_entropy", points, hidden)
+    fn = c.find(sequence_cross_entropy, "sequence_cross_entropy")
+    cases = loss_cases()
+    ref = loss_mod.softmax_cross_entropy
+    common = dict(catalog=CATALOG["sequence_cross_entropy"], names=("loss", "dlogits"), forbidden=[ref])
+    c.check_cases("one sequence, plain one-hot targets", fn, ref, cases["basic"], **common)
+    c.check_cases("padded batches: pads ignored in the loss, the mean and the gradient", fn, ref, cases["pads"], **common)
+    c.check_cases("label smoothing", fn, ref, cases["smoothing"], **common)
+    c.check_cases("large logits, float32, all padding", fn, ref, cases["robust"], **common)
+    return c.result()
+
+
+# -- Exercise 8.2 -----------------------------------------------------------------------------------------
+def adam_cases():
+    r = _rng(82)
+
+    def state(shape, t, scale=1.0, dtype=np.float64, fresh=False):
+        param = r.normal(size=shape)
+        grad = r.normal(size=shape) * scale
+        m = np.zeros(shape) if fresh else r.normal(size=shape) * 0.1 * scale
+        v = np.zeros(shape) if fresh else r.uniform(0.1, 2.0, size=shape) * 0.01 * scale**2
+        return tuple(a.astype(dtype) for a in (param, grad, m, v)) + (t,)
+
+    return {
+        "first": [Case("the first step (t=1, m = v = 0), a (4, 3) parameter", state((4, 3), 1, fresh=True) + (1e-3,)),
+                  Case("the first step of a (5,) parameter, lr=0.1", state((5,), 1, fresh=True) + (0.1,), hidden=True)],
+        "later": [Case("step t=5 with running averages m, v, a (3, 4) parameter", state((3, 4), 5) + (1e-2,)),
+                  Case("step t=2, a (2, 3, 4) parameter", state((2, 3, 4), 2) + (3e-3,)),
+                  Case("step t=1000", state((6,), 1000) + (1e-3,), hidden=True)],
+        "options": [Case("beta1=0.8, beta2=0.99, eps=1e-6, t=3", state((4,), 3) + (1e-2,),
+                         {"beta1": 0.8, "beta2": 0.99, "eps": 1e-6}),
+                    Case("beta1=0.5, beta2=0.9, t=7", state((2, 2), 7) + (0.05,), {"beta1": 0.5, "beta2": 0.9},
+                         hidden=True)],
+        "robust": [Case("tiny gradients (about 1e-9): where eps sits matters", state((3, 3), 1, scale=1e-9, fresh=True) + (1e-3,)),
+                   Case("float32 arrays", state((4, 2), 4, dtype=np.float32) + (1e-2,), float32=True),
+                   Case("large gradients (about 1e4), t=3", state((5,), 3, scale=1e4) + (1e-3,), hidden=True)],
+    }
+
+
+def check_adam_update(adam_update=None, *, points=POINTS["8.2"], hidden=False):
+    """Exercise 8.2: one Adam step, returning (new_param, new_m, new_v)."""
+    c = Checker("8.2", "adam_update", points, hidden)
+    fn = c.find(adam_update, "adam_update")
+    cases = adam_cases()
+    ref = optim.adam_update
+    common = dict(catalog=CATALOG["adam_update"], names=("new_param", "new_m", "new_v"),
+                  forbidden=[ref, optim.Adam.step])
+    c.check_cases("the first step: bias correction", fn, ref, cases["first"], **common)
+    c.check_cases("later steps with running averages", fn, ref, cases["later"], **common)
+    c.check_cases("beta1, beta2 and eps are respected", fn, ref, cases["options"], **common)
+    c.check_cases("tiny gradients and float32", fn, ref, cases["robust"], **common)
+    return c.result()
+
+
+# -- Exercise 8.3 -----------------------------------------------------------------------------------------
+def _over_steps(schedule):
+    """The schedule at each step of a list: schedule(step, ...) is asked one step at a time."""
+    def run(steps, d_model, warmup_steps, factor=None):
+        kwargs = {} if factor is None else {"factor": factor}
+        return np.array([float(schedule(int(s), d_model, warmup_steps, **kwargs)) for s in steps])
+    return run
+
+
+def schedule_cases():
+    def steps(w):
+        return sorted({1, 2, 10, max(w // 2, 1), max(w - 1, 1), w, w + 1, 2 * w, 10 * w, 100 * w})
+
+    def case(d_model, warmup, factor=None, hidden=False, note=""):
+        s = steps(warmup)
+        label = (f"{note}d_model={d_model}, warmup_steps={warmup}" + (f", factor={factor}" if factor else "")
+                 + f"; at steps {s} (index i is the i-th of these, from 0)")
+        args = (s, d_model, warmup) + ((factor,) if factor else ())
+        return Case(label, args, hidden=hidden)
+
+    return {
+        "paper": [case(512, 4000, note="the 2017 setting: "), case(64, 100), case(1024, 1, hidden=True)],
+        "factor": [case(256, 50, 2.0), case(32, 7, 0.5, hidden=True)],
+    }
+
+
+def check_warmup_schedule(warmup_schedule=None, *, points=POINTS["8.3"], hidden=False):
+    """Exercise 8.3: lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)."""
+    c = Checker("8.3", "warmup_schedule", points, hidden)
+    fn = c.find(warmup_schedule, "warmup_schedule")
+    cases = schedule_cases()
+    catalog = _wrap_catalog(CATALOG["warmup_schedule"], _over_steps)
+    common = dict(catalog=catalog, forbidden=[optim.warmup_schedule])
+    ref = _over_steps(optim.warmup_schedule)
+    c.check_cases("the learning rate at each step",
+                  _over_steps(fn), ref, cases["paper"], **common)
+    c.check_cases("the factor argument", _over_steps(fn), ref, cases["factor"], **common)
+    return c.result()
+
+
+# -- Exercise 8.4 -----------------------------------------------------------------------------------------
+def random_model(seed, vocab_size=7, d_model=8, n_heads=2, d_ff=12, n_layers=1):
+    """A reference Seq2Seq whose every parameter is random: gains near 1, biases and matrices noisy."""
+    model = Seq2Seq(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, d_ff=d_ff,
+                    n_encoder_layers=n_layers, n_decoder_layers=n_layers, pad_id=PAD, rng=seed)
+    r = _rng(seed + 1000)
+    for name, p in model.parameters().items():
+        if "gamma" in name:
+            p[...] = r.uniform(0.5, 1.5, size=p.shape)
+        elif p.ndim == 1:
+            p[...] = r.normal(0.0, 0.3, size=p.shape)
+        elif name != "embedding":
+            p[...] = r.normal(0.0, 0.4, size=p.shape)
+    return model
+
+
+def _batch(seed, src_lengths, tgt_lengths, vocab_size):
+    r = _rng(seed + 2000)
+    n, m = max(src_lengths), max(tgt_lengths)
+    src = np.full((len(src_lengths), n), PAD, dtype=np.int64)
+    for b, k in enumerate(src_lengths):
+        src[b, :k] = r.integers(3, vocab_size, size=k)
+    return src, _padded_targets(r, tgt_lengths, m, vocab_size)
+
+
+def _describe(out):
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} of {len(out)} items"
+    return "None (did you forget `return`?)" if out is None else type(out).__name__
+
+
+def _one_step(train_step):
+    """Run train_step on a fresh random model and Adam; return (loss, accuracy, parameters after)."""
+    def run(seed, src_lengths, tgt_lengths, label_smoothing=0.0, lr=None, vocab_size=7, n_layers=1):
+        model = random_model(seed, vocab_size=vocab_size, n_layers=n_layers)
+        optimizer = optim.Adam(model.parameters(), lr=0.01)
+        src, targets = _batch(seed, src_lengths, tgt_lengths, vocab_size)
+        out = train_step(model, optimizer, src, targets, BOS, label_smoothing=label_smoothing, lr=lr)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"train_step must return the pair (loss, accuracy), got {_describe(out)}")
+        after = np.concatenate([p.ravel() for p in model.parameters().values()])
+        return (out[0], out[1], after)
+    return run
+
+
+def train_step_cases():
+    return {
+        "plain": [Case("2 pairs without padding (source length 4, target length 5), default lr",
+                       (0, [4, 4], [5, 5])),
+                  Case("3 pairs, two layers each side, no padding", (1, [3, 3, 3], [4, 4, 4], 0.0, None, 9, 2),
+                       hidden=True)],
+        "pads": [Case("3 padded pairs (sources 5, 2, 3 long; targets 6, 3, 4 long)", (2, [5, 2, 3], [6, 3, 4])),
+                 Case("4 padded pairs, V=11", (3, [2, 6, 4, 3], [3, 7, 5, 4], 0.0, None, 11), hidden=True)],
+        "options": [Case("label_smoothing=0.1 and lr=0.003, padded", (4, [4, 2], [5, 3], 0.1, 0.003)),
+                    Case("label_smoothing=0.2, lr=0.05", (5, [3, 5], [4, 6], 0.2, 0.05), hidden=True)],
+    }
+
+
+def check_train_step(train_step=None, *, points=POINTS["8.4"], hidden=False):
+    """Exercise 8.4: one teacher-forced step; returns (loss, accuracy) of the batch before the update.
+
+    Your `sequence_cross_entropy` (and `adam_update`, `warmup_schedule`, if used) are replaced by the
+    reference while this runs, so a mistake in Exercises 8.1-8.3 is not charged again here.
+    """
+    c = Checker("8.4", "train_step", points, hidden)
+    fn = c.find(train_step, "train_step")
+    fn = rebind(fn, sequence_cross_entropy=loss_mod.softmax_cross_entropy, adam_update=optim.adam_update,
+                warmup_schedule=optim.warmup_schedule)
+    cases = train_step_cases()
+    catalog = _wrap_catalog(CATALOG["train_step"], _one_step)
+    common = dict(catalog=catalog, forbidden=[training.train_step],
+                  names=("loss", "accuracy", "the parameters after the update"))
+    ref = _one_step(training.train_step)
+    c.check_cases("loss, accuracy and update on an unpadded batch", _one_step(fn), ref, cases["plain"], **common)
+    c.check_cases("padded batches", _one_step(fn), ref, cases["pads"], **common)
+    c.check_cases("label_smoothing and lr are passed on", _one_step(fn), ref, cases["options"], **common)
+    return c.result()
+
+
+# -- Exercise 8.5 -----------------------------------------------------------------------------------------
+TRAINING_STEP_ORDER = Ordering(
+    "8.5", "one training step, in order", "training_step_order",
+    steps=[
+        Step("draw a batch of (source, target) pairs, padded to a common length",
+             "Everything else in the step works on the batch, so it is drawn first."),
+        Step("shift the targets right, prepending BOS: the decoder's inputs",
+             "The decoder inputs are made from the batch's targets, so the batch must be drawn first."),
+        Step("run the model once over all m target positions, under the causal mask: the logits",
+             "The forward pass reads the source and the shifted decoder inputs, so both must exist before it runs."),
+        Step("cross-entropy of the logits against the targets, ignoring pads, with smoothed labels",
+             "The loss compares logits with targets, so the forward pass must already have produced the logits."),
+        Step("backpropagate: the gradient of the loss for every parameter",
+             "Backpropagation starts from dL/dlogits, which the loss computes, so the loss comes before it."),
+        Step("update Adam's running averages m and v with the new gradient",
+             "Adam's running averages take in this step's gradient, so backpropagation must have produced it first."),
+        Step("move every parameter by lr_t * m_hat / (sqrt(v_hat) + eps), lr_t from the warm-up schedule",
+             "The move uses m_hat and v_hat, which must already include this step's gradient: "
+             "update the running averages first. Changing a parameter also ends the step, so nothing "
+             "that still needs the old parameters may come after it."),
+    ],
+    shown=[3, 6, 1, 4, 0, 5, 2],
+)
+
+
+def check_training_step_order(training_step_order=None, *, points=POINTS["8.5"]):
+    """Exercise 8.5: all or nothing."""
+    return TRAINING_STEP_ORDER.check(training_step_order, points)
+
+
+EXERCISES = [
+    Exercise("8.1", "sequence_cross_entropy", check_sequence_cross_entropy, POINTS["8.1"],
+             loss_mod.softmax_cross_entropy),
+    Exercise("8.2", "adam_update", check_adam_update, POINTS["8.2"], optim.adam_update),
+    Exercise("8.3", "warmup_schedule", check_warmup_schedule, POINTS["8.3"], optim.warmup_schedule),
+    Exercise("8.4", "train_step", check_train_step, POINTS["8.4"], training.train_step),
+]
+ORDERINGS = [TRAINING_STEP_ORDER]
