@@ -101,7 +101,7 @@ def gelu(x):  # noqa: F811
 
 @mistake("gelu", "erf_gelu",
          "this is the exact GELU, x * Phi(x) with the error function. It is a fine activation, but "
-         "the course (like GPT-2 and the reference) uses the tanh form, which differs by up to 1e-3: "
+         "the course (like GPT-2 and the reference) uses the tanh form, which differs from it by up to 5e-4: "
          "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).")
 def gelu(x):  # noqa: F811
     return 0.5 * x * (1.0 + _erf(np.asarray(x, dtype=np.float64) / np.sqrt(2.0)))

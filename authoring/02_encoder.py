@@ -1,0 +1,620 @@
+# %% [markdown]
+# # Lesson 2 — The encoder stack
+#
+# *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 2 of 10*
+#
+# The encoder is the reader. It takes the source sentence, lets every token look at every other
+# token, and hands the decoder one contextual vector per source token: the memory
+# $H_{\text{enc}}$. Today you build it, piece by piece, from the attention you wrote in Lesson 1.
+#
+# **Learning goals.** By the end of this lesson you can
+#
+# 1. normalise with RMSNorm and say how it differs from LayerNorm;
+# 2. write the tanh form of GELU, the activation of the feed-forward network;
+# 3. build a padding mask so that no token ever attends to padding;
+# 4. write multi-head attention: project, split into heads, attend, merge, project again, for
+#    self-attention and for cross-attention;
+# 5. write the feed-forward network and the pre-norm encoder block;
+# 6. read per-head attention heatmaps, and show by experiment that the encoder is bidirectional
+#    and blind to padding.
+#
+# **Recap of Lesson 1.** Attention is $\operatorname{softmax}(QK^\top/\sqrt{d_k} + M)\,V$: every
+# query scores every key, the scores are scaled so the softmax does not saturate, an additive mask
+# ($0$ visible, $-\infty$ hidden) removes keys before the softmax, and the weights mix the values.
+# Attention ignores order, so sinusoidal position encodings are added to the token embeddings.
+# Your `softmax` and `scaled_dot_product_attention` are available below from the course library,
+# so this lesson runs even if Lesson 1 is unfinished.
+#
+# Tags: **[LEARNED]** a parameter training changes, **[CONFIG]** a choice made before training,
+# **[STATE]** something computed while the model runs. Figures follow the
+# [figure key](../FIGURE_KEY.md).
+
+# %% [setup] setup
+# Run this cell first. It checks your environment and loads what the lesson needs.
+from encdec.env import check_environment
+
+check_environment()
+import numpy as np
+import matplotlib.pyplot as plt
+from encdec import plotting
+from encdec import softmax, scaled_dot_product_attention  # Lesson 1's exercises, ready to use
+import encdec as ref  # the course's reference implementation, used by the figures
+
+np.set_printoptions(precision=4, suppress=True)
+
+# %% [markdown]
+# ## 2.1 What the encoder computes
+#
+# A source sentence of $n$ tokens becomes $n$ vectors of width $d_{\text{model}}$ [CONFIG]: each
+# token's embedding plus its position encoding. The encoder is a stack of $N_{\text{enc}}$ identical
+# **blocks** [CONFIG]. Each block has two **sublayers**, and each sublayer is *pre-norm* with a
+# *residual*: it reads a normalised copy of the block's running vector $X$ and adds its result back:
+#
+# $$H = X + \operatorname{MHA}\big(\operatorname{RMSNorm}(X)\big), \qquad X' = H + \operatorname{FFN}\big(\operatorname{RMSNorm}(H)\big).$$
+#
+# * **Multi-head self-attention** (MHA) is where tokens exchange information. In the encoder it is
+#   **bidirectional**: token $i$ may look at every token, before and after it. Only padding is hidden.
+# * The **feed-forward network** (FFN) then transforms each position on its own.
+# * The **residual** $X + \dots$ keeps an identity path through the whole stack, so gradients reach
+#   the first block undiminished; the **norm** keeps each sublayer's input at a steady scale.
+#
+# After the last block one more RMSNorm gives the memory $H_{\text{enc}} \in \mathbb{R}^{n \times d_{\text{model}}}$
+# [STATE]: computed once per source sentence, read by every decoder block (Lesson 4).
+#
+# | piece | input | output |
+# |---|---|---|
+# | `rms_norm` | `(..., n, d_model)` | `(..., n, d_model)` |
+# | `MultiHeadAttention` | `(..., n, d_model)` | `(..., n, d_model)` and weights `(..., h, n, n)` |
+# | `FeedForward` | `(..., n, d_model)` | `(..., n, d_model)` via `(..., n, d_ff)` |
+# | `EncoderBlock` | `(..., n, d_model)` and a padding mask `(..., 1, 1, n)` | `(..., n, d_model)` |
+#
+# Every piece keeps the shape `(..., n, d_model)`: that is what lets blocks stack, and residuals add.
+
+# %% [markdown]
+# ## 2.2 RMSNorm
+#
+# Deep stacks need the vectors entering each sublayer to stay at a predictable scale. **LayerNorm**
+# (2016) centres each vector and divides by its standard deviation, then applies a gain and a bias.
+# **RMSNorm** (2019) keeps only the part that matters most: it divides by the vector's root mean
+# square, with no centring and no bias:
+#
+# $$\operatorname{RMSNorm}(x) = \frac{x}{\sqrt{\tfrac{1}{d}\sum_{i=1}^{d} x_i^2 + \varepsilon}} \odot \gamma .$$
+#
+# The statistic is taken over the **last axis** only: each token's vector is normalised on its own.
+# $\gamma \in \mathbb{R}^{d}$ is a gain [LEARNED], initialised to 1. $\varepsilon$ [CONFIG] (here
+# $10^{-6}$) keeps the division safe when a vector is all near zero; it goes *inside* the square root.
+# T5 and Llama use RMSNorm; so does this course.
+#
+# ### Exercise 2.1 — `rms_norm(x, gamma, eps=1e-6)` (2 points)
+
+# %% [solution] rms_norm
+def rms_norm(x, gamma, eps=1e-6):
+    """RMSNorm over the last axis.
+
+    Inputs:  x     (..., d) vectors to normalise
+             gamma (d,) gain [LEARNED]
+             eps   small constant inside the square root [CONFIG]
+    Returns: (..., d): x / sqrt(mean(x**2 over the last axis) + eps) * gamma
+    """
+    ### BEGIN SOLUTION
+    rms = np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)  # (..., 1)
+    return x / rms * gamma
+    ### END SOLUTION
+
+
+# %% [test] test_rms_norm points=2
+# Tests for Exercise 2.1 (2 points). Run this cell after your answer.
+from encdec.checks.lesson02 import check_rms_norm
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_rms_norm(points=2, hidden=hidden)
+
+# %% [markdown]
+# **LayerNorm vs RMSNorm, side by side.**
+#
+# | | LayerNorm | RMSNorm |
+# |---|---|---|
+# | formula | $\dfrac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} \odot \gamma + \beta$ | $\dfrac{x}{\sqrt{\overline{x^2} + \varepsilon}} \odot \gamma$ |
+# | statistics per vector | mean and variance | mean square |
+# | parameters [LEARNED] | $\gamma$ and $\beta$, $2d$ | $\gamma$, $d$ |
+# | adding a constant to $x$ | no effect (centring removes it) | changes the output |
+# | multiplying $x$ by a constant | no effect | no effect |
+#
+# The cell below checks the last two rows on one vector. With $\gamma = 1$, both outputs have root
+# mean square 1; only LayerNorm's also has mean 0. In practice the two train equally well, and
+# RMSNorm is cheaper: one statistic instead of two, and no bias.
+
+# %% [demo]
+def layer_norm(x, gamma, beta, eps=1e-6):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * gamma + beta
+
+
+x = np.random.default_rng(3).normal(size=8) + 0.5
+ones, zeros = np.ones(8), np.zeros(8)
+for name, f in (("LayerNorm", lambda v: layer_norm(v, ones, zeros)), ("RMSNorm", lambda v: ref.rms_norm(v, ones))):
+    y = f(x)
+    print(f"{name:9s}: mean {y.mean():+.3f}, root mean square {np.sqrt((y ** 2).mean()):.3f}, "
+          f"unchanged by x + 3: {np.allclose(f(x + 3), y)}, unchanged by 10 x: {np.allclose(f(10 * x), y)}")
+
+# %% [markdown]
+# ## 2.3 GELU
+#
+# The feed-forward network needs a nonlinearity between its two linear maps. ReLU, $\max(0, x)$,
+# cuts every negative input to 0 and has a kink at 0. **GELU** weights each input by how likely a
+# standard normal variable is to fall below it: $\operatorname{GELU}(x) = x\,\Phi(x)$. It is smooth,
+# close to ReLU far from 0, and lets small negative inputs through a little (its minimum is about
+# $-0.17$, near $x = -0.75$). GPT-2, BERT and this course use its tanh approximation:
+#
+# $$\operatorname{GELU}(x) = \tfrac{1}{2}\, x \Big(1 + \tanh\!\Big(\sqrt{2/\pi}\,\big(x + 0.044715\, x^3\big)\Big)\Big).$$
+#
+# ### Exercise 2.2 — `gelu(x)` (2 points)
+#
+# Elementwise, for any shape. Note the cube: $0.044715\,x^3$.
+
+# %% [solution] gelu
+def gelu(x):
+    """GELU, tanh form, elementwise.
+
+    Inputs:  x of any shape (float).
+    Returns: an array of the same shape: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+    """
+    ### BEGIN SOLUTION
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+    ### END SOLUTION
+
+
+# %% [test] test_gelu points=2
+# Tests for Exercise 2.2 (2 points).
+from encdec.checks.lesson02 import check_gelu
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_gelu(points=2, hidden=hidden)
+
+# %% [markdown]
+# Left: GELU against ReLU. Right: how far the tanh form is from the exact $x\,\Phi(x)$: never more
+# than $5 \times 10^{-4}$, which is why the approximation is used freely (and why a checker that
+# compares to $10^{-6}$ can tell the two apart).
+
+# %% [demo]
+import math
+
+xs = np.linspace(-4, 4, 401)
+exact = 0.5 * xs * (1 + np.vectorize(math.erf)(xs / np.sqrt(2)))
+fig, (left, right) = plotting.figure(1, 2, width=4.4, height=3.0)
+plotting.curves({"ReLU (for reference)": (xs, np.maximum(0, xs)), "GELU (tanh form)": (xs, ref.gelu(xs))}, ax=left,
+                xlabel="x", ylabel="activation", title="GELU is a smooth ReLU", colors=[plotting.COLORS["highlight"]])
+plotting.curves({"tanh form - exact": (xs, ref.gelu(xs) - exact)}, ax=right, xlabel="x", ylabel="difference",
+                title="the tanh approximation's error")
+plt.show()
+
+# %% [markdown]
+# ## 2.4 Padding, and the mask that hides it
+#
+# Sentences in a batch have different lengths, but arrays are rectangular. So short sentences are
+# **padded** with a special token, `<pad>`, up to the longest one:
+#
+# ```
+# the   cat   sat    on     the    mat
+# dogs  bark  <pad>  <pad>  <pad>  <pad>
+# ```
+#
+# A pad is not a word. No real token may draw information from it, so every pad must be **hidden
+# as a key**: a column of the scores that gets $-\infty$ before the softmax, and so exactly zero
+# weight. The mask depends only on the keys, so it has one entry per key, with two empty axes in
+# front of the key axis, one for the heads and one for the queries:
+#
+# $$M_{b,\,\cdot,\,\cdot,\,j} = \begin{cases} -\infty & \text{token } j \text{ of sentence } b \text{ is a pad} \\ 0 & \text{otherwise} \end{cases} \qquad \text{shape } (B, 1, 1, n).$$
+#
+# Broadcasting stretches it over the scores `(B, h, m, n)`: every head and every query sees the same
+# hidden columns. (Pads still *ask* questions as queries; their rows are computed and later
+# ignored by the loss. What must never happen is a real token *looking at* a pad.) The mask is
+# [STATE]: it is computed from each batch's tokens.
+#
+# ### Exercise 2.3 — `padding_mask(tokens, pad_id)` (2 points)
+#
+# Use `np.where` to build the 0/-inf values, then add the two axes, e.g. with `[..., None, None, :]`.
+
+# %% [solution] padding_mask
+def padding_mask(tokens, pad_id):
+    """Additive mask that hides the pad tokens as keys.
+
+    Inputs:  tokens (..., n) integer ids; pad_id the id used for padding.
+    Returns: (..., 1, 1, n) float mask: -inf where tokens == pad_id, 0.0 elsewhere;
+             broadcastable to multi-head scores (..., h, m, n).
+    """
+    ### BEGIN SOLUTION
+    tokens = np.asarray(tokens)
+    return np.where(tokens == pad_id, -np.inf, 0.0)[..., None, None, :]
+    ### END SOLUTION
+
+
+# %% [test] test_padding_mask points=2
+# Tests for Exercise 2.3 (2 points).
+from encdec.checks.lesson02 import check_padding_mask
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_padding_mask(points=2, hidden=hidden)
+
+# %% [markdown]
+# ## 2.5 Multi-head attention
+#
+# One attention operation gives each query one weighted average. But a token may need several
+# things at once: the word before it, the verb of its clause, the other mentions of the same
+# name. **Multi-head attention** runs $h$ [CONFIG] smaller attentions in parallel, each with its own
+# view of the tokens, and combines their results.
+#
+# **Project.** Learned matrices $W_Q, W_K, W_V \in \mathbb{R}^{d_{\text{model}} \times d_{\text{model}}}$
+# [LEARNED] turn the inputs into queries, keys and values. In self-attention all three come from the
+# same sequence $X$; in cross-attention (Lesson 4) the queries come from $X$ and the keys and values
+# from another sequence $Y$:
+#
+# $$Q = X W_Q, \qquad K = Y W_K, \qquad V = Y W_V \qquad (Y = X \text{ for self-attention}).$$
+#
+# **Split.** Each head $i$ owns $d_k = d_{\text{model}} / h$ consecutive columns of $Q$, $K$ and $V$.
+# Arrange them as a head axis: `(..., T, d_model)` $\to$ reshape to `(..., T, h, d_k)` $\to$ swap the
+# two middle axes to get `(..., h, T, d_k)`.
+#
+# **Attend.** Lesson 1's `scaled_dot_product_attention` broadcasts over leading axes, so one call
+# attends in every head at once, scaling by $\sqrt{d_k}$ (the width *of a head*). The weights have
+# shape `(..., h, m, n)`.
+#
+# **Merge and project.** Undo the split (swap back to `(..., T, h, d_k)`, reshape to
+# `(..., T, d_model)`), which places the heads side by side, then multiply by $W_O$ [LEARNED]. Each head
+# only filled its own $d_k$ columns; $W_O$ is what mixes them:
+#
+# $$\operatorname{MHA}(X, Y) = \big[\,\text{head}_1 \;\big|\; \cdots \;\big|\; \text{head}_h\,\big]\, W_O, \qquad \text{head}_i = \operatorname{Attention}\big(Q^{(i)}, K^{(i)}, V^{(i)}\big).$$
+#
+# | step | shape (self-attention, $m = n = T$) |
+# |---|---|
+# | inputs $X$ | `(..., T, d_model)` |
+# | $Q, K, V$ | `(..., T, d_model)` each |
+# | split heads | `(..., h, T, d_k)` each |
+# | weights | `(..., h, T, T)` |
+# | heads' outputs | `(..., h, T, d_k)` |
+# | merged, then $\cdot W_O$ | `(..., T, d_model)` |
+#
+# **Why the swap matters.** A bare reshape of `(T, d_model)` to `(h, T, d_k)` is legal NumPy, and
+# wrong: it fills head 0 with the first $T \cdot d_k$ numbers of the whole matrix, mixing tokens
+# together. Here are 3 tokens with 4 features each, split into 2 heads:
+
+# %%
+T, d_model, h = 3, 4, 2
+x = np.arange(T * d_model).reshape(T, d_model)  # token t holds features 4t .. 4t+3
+right = np.swapaxes(x.reshape(T, h, d_model // h), 0, 1)  # (h, T, d_k)
+wrong = x.reshape(h, T, d_model // h)  # legal, but not a split into heads
+print("tokens:\n", x)
+print("head 0, reshape then swap (features 0-1 of every token):\n", right[0])
+print("head 0, bare reshape (tokens mixed up):\n", wrong[0])
+
+# %% [markdown]
+# ### Exercise 2.4 — `MultiHeadAttention.__call__` (5 points)
+#
+# The constructor is written for you; write `__call__`. When `key_value_input` is `None`, use
+# `query_input` for the keys and values too. Pass `mask` on to the attention: it broadcasts to
+# `(..., h, m, n)`. You may call `scaled_dot_product_attention` (Lesson 1). The test builds your class,
+# gives it random weights, and compares it with the reference in self and cross mode, batched,
+# masked and in float32.
+
+# %% [solution] multi_head_attention
+class MultiHeadAttention:
+    """Multi-head attention, for self-attention and cross-attention.
+
+    Attributes: W_q, W_k, W_v, W_o (d_model, d_model) [LEARNED], used as x @ W;
+                n_heads, d_model and d_k = d_model // n_heads [CONFIG].
+    """
+
+    def __init__(self, d_model, n_heads, rng=None):
+        if d_model % n_heads:
+            raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
+        rng = np.random.default_rng(rng)
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        scale = 1.0 / np.sqrt(d_model)
+        self.W_q = rng.normal(0.0, scale, size=(d_model, d_model))
+        self.W_k = rng.normal(0.0, scale, size=(d_model, d_model))
+        self.W_v = rng.normal(0.0, scale, size=(d_model, d_model))
+        self.W_o = rng.normal(0.0, scale, size=(d_model, d_model))
+
+    def __call__(self, query_input, key_value_input=None, mask=None):
+        """Self-attention (key_value_input=None) or cross-attention.
+
+        Inputs:  query_input     (..., m, d_model)
+                 key_value_input (..., n, d_model), or None to use query_input
+                 mask            additive, broadcastable to (..., h, m, n), or None
+        Returns: (output (..., m, d_model), weights (..., h, m, n))
+        """
+        ### BEGIN SOLUTION
+        if key_value_input is None:
+            key_value_input = query_input
+        h, d_k = self.n_heads, self.d_k
+
+        def split(x):  # (..., T, d_model) -> (..., h, T, d_k)
+            return np.swapaxes(x.reshape(*x.shape[:-1], h, d_k), -2, -3)
+
+        Q = split(query_input @ self.W_q)
+        K = split(key_value_input @ self.W_k)
+        V = split(key_value_input @ self.W_v)
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # (..., h, m, d_k), (..., h, m, n)
+        merged = np.swapaxes(heads, -2, -3)  # (..., m, h, d_k)
+        merged = merged.reshape(*merged.shape[:-2], self.d_model)  # (..., m, d_model)
+        return merged @ self.W_o, weights
+        ### END SOLUTION
+
+
+# %% [test] test_multi_head_attention points=5
+# Tests for Exercise 2.4 (5 points).
+from encdec.checks.lesson02 import check_multi_head_attention
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_multi_head_attention(points=5, hidden=hidden)
+
+# %% [markdown]
+# ## 2.6 What the heads look at
+#
+# Trained heads often take on readable jobs. To see what such heads do, without training, we build
+# the weights of a 4-head layer by hand for the sentence `the cat sat on the mat <pad> <pad>`.
+# Each token's input vector has a *word part* (a one-hot code of the word) and a *position part*
+# (a one-hot code of its position); each head's $W_Q$ and $W_K$ read one of the parts:
+#
+# * **head 0** matches position $p$'s query to the key of position $p - 1$: *look at the previous token*;
+# * **head 1** does the same with $p + 1$: *look at the next token*, which only an encoder can do;
+# * **head 2** matches word parts: *look at every copy of my own word* (the two `the`s find each other);
+# * **head 3** has $W_Q = 0$, so all scores are equal: *spread evenly over the sentence*.
+#
+# Blue heatmaps are encoder self-attention; rows are queries, columns keys; hatched cells are
+# masked. Note what the mask does: the `<pad>` columns are exactly 0 in every head, and when a head
+# asks for a pad (head 1 at `mat`, whose next token is a pad), the softmax has nowhere to put the
+# weight it wanted, so it spreads it over the visible keys. A head with no match at all (head 0 at
+# the first `the`) does the same.
+
+# %% [demo]
+words = "the cat sat on the mat <pad> <pad>".split()
+vocab = ["<pad>", "the", "cat", "sat", "on", "mat"]
+tokens = np.array([vocab.index(w) for w in words])  # pad_id = 0
+n, d_model, n_heads = len(tokens), 32, 4
+d_k = d_model // n_heads  # 8: one feature per word id, or one per position
+x = np.zeros((n, d_model))
+x[np.arange(n), tokens] = 1.0  # word part: features 0-7
+x[np.arange(n), 8 + np.arange(n)] = 1.0  # position part: features 8-15
+
+mha = ref.MultiHeadAttention(d_model, n_heads, rng=0)
+mha.W_q[:], mha.W_k[:] = 0.0, 0.0
+sharp = 12.0  # how strongly a query prefers its match
+for p in range(n):
+    mha.W_k[8 + p, [p, d_k + p]] = 1.0  # heads 0 and 1: keys announce their position
+    if p >= 1:
+        mha.W_q[8 + p, p - 1] = sharp  # head 0: position p asks for p - 1
+    if p + 1 < n:
+        mha.W_q[8 + p, d_k + p + 1] = sharp  # head 1: position p asks for p + 1
+for w in range(len(vocab)):
+    mha.W_q[w, 2 * d_k + w], mha.W_k[w, 2 * d_k + w] = sharp, 1.0  # head 2: same word
+# head 3: its columns of W_q stay 0, so every score is 0
+
+_, weights = mha(x, mask=ref.padding_mask(tokens, pad_id=0))  # (4, 8, 8)
+jobs = ["previous token", "next token", "same word", "everything"]
+fig, axes = plotting.figure(2, 2, width=4.4, height=3.8)
+for k, ax in enumerate(axes.ravel()):
+    plotting.heatmap(weights[k], rows=words, cols=words, kind="encoder", ax=ax, title=f"head {k}: {jobs[k]}")
+plt.show()
+print("largest weight on a <pad> key, over all heads and queries:", weights[..., tokens == 0].max())
+
+# %% [markdown]
+# ## 2.7 The feed-forward network
+#
+# Attention moves information *between* positions. The feed-forward network then processes each
+# position *on its own*, with the same weights everywhere: widen to $d_{ff}$ [CONFIG] (commonly
+# $4\,d_{\text{model}}$), apply GELU, narrow back:
+#
+# $$\operatorname{FFN}(x) = \operatorname{GELU}(x W_1 + b_1)\, W_2 + b_2, \qquad W_1 \in \mathbb{R}^{d_{\text{model}} \times d_{ff}},\; W_2 \in \mathbb{R}^{d_{ff} \times d_{\text{model}}}.$$
+#
+# $W_1, b_1, W_2, b_2$ are [LEARNED]. Without the GELU the two maps would collapse into one linear
+# map; with it, the FFN holds most of a transformer's parameters ($2\, d_{\text{model}} d_{ff}$ per
+# block, against $4\, d_{\text{model}}^2$ for attention).
+#
+# ### Exercise 2.5 — `FeedForward.__call__` (2 points)
+#
+# Use your `gelu`. `@` works on any leading axes, so `x` of shape `(..., T, d_model)` needs no reshaping.
+
+# %% [solution] feed_forward
+class FeedForward:
+    """Position-wise feed-forward network: GELU(x W1 + b1) W2 + b2.
+
+    Attributes: W1 (d_model, d_ff), b1 (d_ff,), W2 (d_ff, d_model), b2 (d_model,) [LEARNED].
+    """
+
+    def __init__(self, d_model, d_ff, rng=None):
+        rng = np.random.default_rng(rng)
+        self.d_model, self.d_ff = d_model, d_ff
+        self.W1 = rng.normal(0.0, 1.0 / np.sqrt(d_model), size=(d_model, d_ff))
+        self.b1 = np.zeros(d_ff)
+        self.W2 = rng.normal(0.0, 1.0 / np.sqrt(d_ff), size=(d_ff, d_model))
+        self.b2 = np.zeros(d_model)
+
+    def __call__(self, x):
+        """Inputs:  x (..., T, d_model).
+        Returns: (..., T, d_model), each position transformed independently.
+        """
+        ### BEGIN SOLUTION
+        hidden = gelu(x @ self.W1 + self.b1)  # (..., T, d_ff)
+        return hidden @ self.W2 + self.b2
+        ### END SOLUTION
+
+
+# %% [test] test_feed_forward points=2
+# Tests for Exercise 2.5 (2 points).
+from encdec.checks.lesson02 import check_feed_forward
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_feed_forward(points=2, hidden=hidden)
+
+# %% [markdown]
+# ## 2.8 The pre-norm encoder block
+#
+# Now the two sublayers go together, each **pre-norm**: the sublayer reads a normalised copy of
+# $x$, and its output is added to the *un-normalised* $x$:
+#
+# $$x \leftarrow x + \operatorname{MHA}\big(\operatorname{RMSNorm}(x;\ \gamma_1),\ \text{mask}\big), \qquad x \leftarrow x + \operatorname{FFN}\big(\operatorname{RMSNorm}(x;\ \gamma_2)\big).$$
+#
+# The original transformer of 2017 was **post-norm**, $x \leftarrow \operatorname{Norm}(x + \operatorname{Sublayer}(x))$:
+# the norm sits on the residual path itself, and deep post-norm stacks need a careful learning-rate
+# warm-up to train at all. Pre-norm leaves the residual path a clean identity from the first block
+# to the last, which is why modern models (GPT-2 onwards, T5, Llama) use it.
+#
+# Two things the encoder block must **not** have: a causal mask (the encoder reads the whole source
+# at once, so every token sees every other) and attention to pads (the padding mask is passed to
+# the self-attention).
+#
+# ### Exercise 2.6 — `EncoderBlock.__call__` (4 points)
+#
+# Use your `rms_norm`, `self.self_attn` and `self.ffn`. (The test gives your block reference
+# sublayers with random weights and uses the reference `rms_norm`, so a mistake in an earlier
+# exercise is not charged again here.)
+
+# %% [solution] encoder_block
+class EncoderBlock:
+    """Pre-norm encoder block: bidirectional self-attention, then the feed-forward network, each
+    reading its own RMSNorm of x and added back to x.
+
+    Attributes: self_attn (MultiHeadAttention), ffn (FeedForward),
+                norm1_gamma, norm2_gamma (d_model,) [LEARNED].
+    """
+
+    def __init__(self, d_model, n_heads, d_ff, rng=None):
+        rng = np.random.default_rng(rng)
+        self.d_model = d_model
+        self.self_attn = MultiHeadAttention(d_model, n_heads, rng)
+        self.ffn = FeedForward(d_model, d_ff, rng)
+        self.norm1_gamma = np.ones(d_model)
+        self.norm2_gamma = np.ones(d_model)
+
+    def __call__(self, x, mask=None):
+        """Inputs:  x    (..., n, d_model) the source states
+                 mask the source padding mask (..., 1, 1, n), or None
+        Returns: (..., n, d_model)
+        """
+        ### BEGIN SOLUTION
+        attn_out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=mask)
+        x = x + attn_out
+        return x + self.ffn(rms_norm(x, self.norm2_gamma))
+        ### END SOLUTION
+
+
+# %% [test] test_encoder_block points=4
+# Tests for Exercise 2.6 (4 points).
+from encdec.checks.lesson02 import check_encoder_block
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_encoder_block(points=4, hidden=hidden)
+
+# %% [markdown]
+# **Two experiments on a block.** Take a block with random weights and a sentence of 6 words
+# followed by 2 pads. Change one input vector, and measure how far each position's output moves.
+#
+# * Left: change the **last word**. Every position moves, the first one included: attention in the
+#   encoder is bidirectional, so the past reads the future. (In the decoder of Lesson 3 it will not.)
+# * Right: change a **pad**. No real word moves, not by a single bit; only the edited pad's own
+#   row does (through its residual). The padding mask gave every pad key a weight of exactly 0.
+
+# %% [demo]
+rng = np.random.default_rng(5)
+block = ref.EncoderBlock(d_model=16, n_heads=4, d_ff=32, rng=5)
+tokens = np.array([7, 3, 9, 4, 8, 5, 0, 0])
+x = rng.normal(size=(8, 16))
+mask = ref.padding_mask(tokens, pad_id=0)
+base = block(x, mask)
+fig, axes = plotting.figure(1, 2, width=4.4, height=3.0)
+for ax, edited, what in zip(axes, (5, 7), ("the last word", "a pad")):
+    x2 = x.copy()
+    x2[edited] += rng.normal(size=16)
+    moved = np.abs(block(x2, mask) - base).max(axis=-1)
+    plotting.bars(moved, labels=["w0", "w1", "w2", "w3", "w4", "w5", "pad", "pad"], ax=ax, role="source",
+                  highlight=edited, ylabel="largest change in the output", title=f"edit {what} (red)")
+    print(f"edit {what}: changes at the 6 words = {np.round(moved[:6], 4)}")
+plt.show()
+
+# %% [markdown]
+# The whole encoder is $N_{\text{enc}}$ such blocks and a final RMSNorm. With the reference blocks,
+# a 2-block encoder over a batch of two padded sentences:
+
+# %%
+rng = np.random.default_rng(6)
+src = np.array([[7, 3, 9, 4, 0, 0], [5, 5, 8, 2, 6, 1]])  # (B, n), pad_id = 0
+x = rng.normal(size=src.shape + (16,))  # stands in for embeddings + positions (Lesson 6)
+blocks = [ref.EncoderBlock(16, 4, 32, rng=i) for i in range(2)]
+src_mask = ref.padding_mask(src, pad_id=0)  # (B, 1, 1, n), computed once, used by every block
+for block in blocks:
+    x = block(x, src_mask)
+H_enc = ref.rms_norm(x, np.ones(16))  # the final norm
+print("H_enc:", H_enc.shape, "  mask:", src_mask.shape)
+
+# %% [markdown]
+# ## 2.9 The steps of an encoder block, in order
+#
+# ### Exercise 2.7 — order the steps (1 point)
+#
+# Here are the steps one token's vector goes through inside a pre-norm encoder block, shuffled.
+# Put them in the order they happen.
+#
+# 1. normalise the sum with RMSNorm (norm2_gamma)
+# 2. add the feed-forward output back (the second residual) and pass the result on
+# 3. multi-head self-attention over the normalised states, with the padding mask
+# 4. normalise the block's input x with RMSNorm (norm1_gamma)
+# 5. add the attention output back to x (the first residual)
+# 6. the feed-forward network, on each position separately
+#
+# Practise with the widget (instant feedback, no grade), then write your answer as a list of the
+# step numbers above, in order, in the answer cell: for example `encoder_block_order = [4, ...]`.
+
+# %% [demo]
+from encdec.checks.lesson02 import ENCODER_BLOCK_ORDER
+
+ENCODER_BLOCK_ORDER.widget()
+
+# %% [solution] encoder_block_order
+### BEGIN SOLUTION
+encoder_block_order = [4, 3, 5, 1, 6, 2]
+### END SOLUTION
+
+# %% [test] test_encoder_block_order points=1
+# Tests for Exercise 2.7 (1 point).
+from encdec.checks.lesson02 import check_encoder_block_order
+
+check_encoder_block_order(points=1)
+
+# %% [markdown]
+# ## Summary
+#
+# * **RMSNorm** divides each vector by its root mean square (over the last axis, $\varepsilon$ inside
+#   the root) and multiplies by a learned gain. Unlike LayerNorm it does not centre and has no bias.
+# * **GELU** is a smooth ReLU; the course uses its tanh form, $\tfrac12 x(1 + \tanh(\sqrt{2/\pi}(x + 0.044715x^3)))$.
+# * A **padding mask** of shape $(B, 1, 1, n)$ puts $-\infty$ on pad *keys*, so no token ever attends
+#   to padding: the pad columns get weight exactly 0.
+# * **Multi-head attention** projects, splits into $h$ heads of width $d_k = d_{\text{model}}/h$
+#   (reshape, then swap axes), attends in every head at once (scaling by $\sqrt{d_k}$), merges, and
+#   mixes the heads with $W_O$. `key_value_input` switches it from self- to cross-attention.
+# * The **pre-norm encoder block** is $x + \operatorname{MHA}(\operatorname{Norm}(x))$, then
+#   $x + \operatorname{FFN}(\operatorname{Norm}(x))$: bidirectional, blind to padding, shape-preserving.
+#
+# **Next — Lesson 3, The decoder stack.** The writer. Its self-attention is the same multi-head
+# attention with one more mask, the causal mask, so each position sees only the tokens written so
+# far; you will combine it with the target's padding mask, see the causal property by experiment, and
+# turn the decoder's last states into logits with the tied output head.
