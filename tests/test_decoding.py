@@ -126,3 +126,27 @@ def test_sample_next_token_frequencies_follow_the_distribution():
     a = sample_next_token(logits, rng=np.random.default_rng(5))
     b = sample_next_token(logits, rng=np.random.default_rng(5))
     assert a == b and a.shape == ()
+
+
+class _EndsAroundFour(encdec.Seq2Seq):
+    """EOS grows likelier with every position after the fourth: hypotheses finish at nearby steps."""
+
+    def decode(self, tgt_in, H_enc, src_mask, return_attention=False):
+        logits = super().decode(tgt_in, H_enc, src_mask).copy()
+        logits[..., EOS] += 1.0 * (np.arange(logits.shape[-2]) - 3.5)
+        return logits
+
+
+def test_beam_search_returns_at_most_beam_width_hypotheses():
+    """Several hypotheses can finish in one step; only the beam_width best are returned."""
+    model = _EndsAroundFour(vocab_size=9, d_model=8, n_heads=2, d_ff=12, n_encoder_layers=1, n_decoder_layers=1, rng=31)
+    seen_more = False
+    for width in (2, 3, 4):
+        for seed in range(6):
+            src = np.random.default_rng(seed).integers(3, 9, size=4)
+            results = beam_search(model, src, BOS, EOS, beam_width=width, max_len=9)
+            assert len(results) <= width
+            scores = [s for _, s in results]
+            assert scores == sorted(scores, reverse=True)
+            seen_more |= len(results) == width
+    assert seen_more

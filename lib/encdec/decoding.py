@@ -151,9 +151,9 @@ def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
 
     score(y) = sum_t log p(y_t | y_<t, x) / len(y)^alpha, len counting EOS.
     Inputs:  src (n,) one source sequence.
-    Returns: a list of (tokens (L,), normalised score), best first: the finished hypotheses
-             (ending in EOS); unfinished ones follow only when fewer than beam_width finished.
-             With beam_width=1 the first entry is exactly greedy_decode's output.
+    Returns: a list of at most beam_width (tokens (L,), normalised score), best first: the
+             finished hypotheses (ending in EOS); unfinished ones follow only when fewer than
+             beam_width finished. With beam_width=1 the first entry is exactly greedy_decode's output.
     """
     src = model.check_tokens(src, "src")
     if src.ndim != 1:
@@ -192,7 +192,7 @@ def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
         toks, s = hyp
         return s / len(toks) ** alpha
 
-    results = sorted(finished, key=normalised, reverse=True)
+    results = sorted(finished, key=normalised, reverse=True)[:beam_width]  # one step may finish several
     if len(results) < beam_width:
         results += sorted(live, key=normalised, reverse=True)[: beam_width - len(results)]
     return [(np.array(toks, dtype=np.int64), normalised((toks, s))) for toks, s in results]
