@@ -215,8 +215,8 @@ plt.show()
 #
 # Broadcasting stretches it over the scores `(B, h, m, n)`: every head and every query sees the same
 # hidden columns. (Pads still *ask* questions as queries; their rows are computed and later
-# ignored by the loss. What must never happen is a real token *looking at* a pad.) The mask is
-# [STATE]: it is computed from each batch's tokens.
+# ignored by the loss. What must never happen is a real token *looking at* a pad.) The rule, hide
+# every pad, is [CONFIG]; the mask array itself is recomputed from each batch's tokens.
 #
 # ### Exercise 2.3 — `padding_mask(tokens, pad_id)` (2 points)
 #
@@ -421,8 +421,8 @@ print("largest weight on a <pad> key, over all heads and queries:", weights[...,
 # $$\operatorname{FFN}(x) = \operatorname{GELU}(x W_1 + b_1)\, W_2 + b_2, \qquad W_1 \in \mathbb{R}^{d_{\text{model}} \times d_{ff}},\; W_2 \in \mathbb{R}^{d_{ff} \times d_{\text{model}}}.$$
 #
 # $W_1, b_1, W_2, b_2$ are [LEARNED]. Without the GELU the two maps would collapse into one linear
-# map; with it, the FFN holds most of a transformer's parameters ($2\, d_{\text{model}} d_{ff}$ per
-# block, against $4\, d_{\text{model}}^2$ for attention).
+# map. With $d_{ff} = 4\,d_{\text{model}}$ the FFN holds two thirds of an encoder block's parameters:
+# $2\, d_{\text{model}} d_{ff} = 8\, d_{\text{model}}^2$, against $4\, d_{\text{model}}^2$ for attention.
 #
 # ### Exercise 2.5 — `FeedForward.__call__` (2 points)
 #

@@ -326,9 +326,9 @@ check_output_logits(points=2, hidden=hidden)
 # **One shared embedding, or two?** The source and the target could each have their own
 # embedding matrix, and the output head a third. Whether they share is a [CONFIG] choice. T5,
 # BART and this course share one matrix for all three, over one vocabulary that covers both
-# languages (a subword vocabulary makes that easy); separate matrices are for genuinely disjoint
-# vocabularies, such as text in and speech units out. For a translation-sized model the choice is
-# worth tens of millions of parameters:
+# languages (a subword vocabulary makes that easy); separate matrices are for vocabularies that
+# genuinely have nothing in common. For a translation-sized model the choice is worth tens of
+# millions of parameters:
 
 # %% [demo]
 V, d, d_ff, N = 32000, 512, 2048, 6

@@ -45,10 +45,11 @@ def randomize(obj, rng):
 
 def build_student(c, cls, args, ref_obj, attributes, what):
     """The student's object built with their constructor, holding copies of the reference's
-    `attributes`; None (and a failed part) when the constructor fails."""
+    `attributes`; None when that fails (the check stops, or the part fails, with a message)."""
     outcome = run_student(cls, args)
-    if outcome.error is not None:
-        c.record(what, False, f"building `{cls.__name__}{args}` raised {outcome.error_text}")
+    if outcome.error is not None:  # nothing can be checked without an object
+        c.stopped = (f"building `{cls.__name__}{args}` raised {outcome.error_text}. Keep the given "
+                     "constructor, and run the cell that defines the class again.")
         return None
     obj = outcome.value
     for name in attributes:
@@ -176,7 +177,8 @@ def mha_parts():
                {"mask": pad6}, hidden=True)]),
         ("float32 and large inputs (d_model=8, h=4)", 8, 4,
          [Case("float32 x of shape (4, 8)", (x(size=(4, 8)).astype(np.float32),), float32=True),
-          Case("large inputs (entries about 10)", (x(size=(2, 4, 8)) * 10,), hidden=True)]),
+          Case("large inputs (entries about 10)", (x(size=(2, 4, 8)) * 10,), hidden=True),
+          Case("near-zero inputs (entries about 1e-6)", (x(size=(3, 8)) * 1e-6,), hidden=True)]),
         ("one head per feature (d_model=6, h=6, d_k=1)", 6, 6,
          [Case("x of shape (2, 4, 6)", (x(size=(2, 4, 6)),), hidden=True)]),
     ]
@@ -221,7 +223,8 @@ def ffn_parts():
         ("batched, float32 and large inputs (d_model=6, d_ff=24)", 6, 24,
          [Case("x of shape (2, 3, 6)", (r.normal(size=(2, 3, 6)),)),
           Case("float32 x", (r.normal(size=(4, 6)).astype(np.float32),), float32=True),
-          Case("large inputs (entries about 20)", (r.normal(size=(3, 6)) * 20,), hidden=True)]),
+          Case("large inputs (entries about 20)", (r.normal(size=(3, 6)) * 20,), hidden=True),
+          Case("near-zero inputs (entries about 1e-7)", (r.normal(size=(2, 6)) * 1e-7,), hidden=True)]),
     ]
 
 
@@ -260,7 +263,9 @@ def encoder_block_parts():
           Case("leading shape (2, 2, 4, 12), no mask", (r.normal(size=(2, 2, 4, 12)),), hidden=True)]),
         ("float32 and large inputs (d_model=8, h=4, d_ff=8)", (8, 4, 8),
          [Case("float32 x of shape (4, 8)", (r.normal(size=(4, 8)).astype(np.float32),), float32=True),
-          Case("large inputs (entries about 50)", (r.normal(size=(3, 8)) * 50 + 10,))]),
+          Case("large inputs (entries about 50)", (r.normal(size=(3, 8)) * 50 + 10,)),
+          Case("near-zero inputs (entries about 1e-5), where the norms' eps matters",
+               (r.normal(size=(2, 3, 8)) * 1e-5,), hidden=True)]),
     ]
 
 

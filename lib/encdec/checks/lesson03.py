@@ -105,7 +105,8 @@ def causal_attention_cases():
         "batched": [Case("a batch, x (2, 6, 8)", inputs((2,), 6, 8, 4, 5)),
                     Case("leading shape (2, 3), x (2, 3, 4, 6)", inputs((2, 3), 4, 6, 3, 2), hidden=True)],
         "robust": [Case("float32 inputs", inputs((), 4, 6, 4, 4, dtype=np.float32), float32=True),
-                   Case("large scores (x of size about 10)", inputs((2,), 5, 8, 8, 3, scale=10.0))],
+                   Case("large scores (x of size about 10)", inputs((2,), 5, 8, 8, 3, scale=10.0)),
+                   Case("near-zero inputs (x of size about 1e-6)", inputs((), 4, 6, 3, 3, scale=1e-6), hidden=True)],
     }
 
 
@@ -146,7 +147,9 @@ def check_output_logits(output_logits=None, *, points=POINTS["3.4"], hidden=Fals
                    Case("float32 h (3, 6) and E (10, 6)",
                         (r.normal(size=(3, 6)).astype(np.float32), r.normal(size=(10, 6)).astype(np.float32)), float32=True),
                    Case("leading shape (2, 2), h (2, 2, 3, 4), E (7, 4)",
-                        (r.normal(size=(2, 2, 3, 4)), r.normal(size=(7, 4))), hidden=True)],
+                        (r.normal(size=(2, 2, 3, 4)), r.normal(size=(7, 4))), hidden=True),
+                   Case("large states (about 1e3) and near-zero embeddings (about 1e-4)",
+                        (r.normal(size=(3, 5)) * 1e3, r.normal(size=(6, 5)) * 1e-4), hidden=True)],
                   **common)
     return c.result()
 
