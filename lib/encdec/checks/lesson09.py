@@ -1,0 +1,613 @@
+"""Checkers for lesson 09, Decoding.
+
+Exercise 9.1 greedy_decode (3 points), 9.2 sample_next_token (3), 9.3 beam_search (3),
+9.4 decode_step (3), 9.5 cached_greedy_decode (2), 9.6 one cached decoding step, in order (1).
+
+The decoding exercises receive reference `encdec.Seq2Seq` models: random ones (every parameter
+random, gains and biases included), a random one whose output stops (it pushes EOS up once it has
+written as many tokens as the source holds, like a trained reverser), and a briefly trained
+reverser. `cached_greedy_decode` runs with the reference `decode_step` and `KVCache` in place of the
+notebook's, so a mistake in Exercise 9.4 is never charged again in 9.5.
+
+Sampling is checked without comparing random draws with the reference's: many draws from one
+seeded generator must never leave the allowed set (top-k, top-p) and their frequencies must match
+`next_token_distribution` within a few standard errors.
+"""
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from .. import decoding
+from ..mistakes import CATALOG
+from ..mistakes import lesson09 as _register  # noqa: F401  (fills the catalog)
+from ..attention import MultiHeadAttention
+from ..model import Seq2Seq
+from .core import Case, Checker, Exercise, compare, diagnose_error, rebind, run_student
+from .ordering import Ordering, Step
+
+POINTS = {"9.1": 3, "9.2": 3, "9.3": 3, "9.4": 3, "9.5": 2, "9.6": 1}
+
+PAD, BOS, EOS = 0, 1, 2
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+# -- models the checks decode with ----------------------------------------------------------------------
+def random_model(seed, vocab_size=9, d_model=8, n_heads=2, d_ff=12, n_layers=1, model_class=Seq2Seq,
+                 embedding_scale=0.6, push=None, weight_scale=None):
+    """A reference Seq2Seq whose every parameter is random: gains near 1, biases and matrices noisy."""
+    model = model_class(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, d_ff=d_ff,
+                        n_encoder_layers=n_layers, n_decoder_layers=n_layers, pad_id=PAD, rng=seed)
+    r = _rng(seed + 1000)
+    for name, p in model.parameters().items():
+        if "gamma" in name:
+            p[...] = r.uniform(0.5, 1.5, size=p.shape)
+        elif p.ndim == 1:
+            p[...] = r.normal(0.0, 0.3, size=p.shape)
+        elif name == "embedding":
+            p[...] = r.normal(0.0, embedding_scale, size=p.shape)
+        elif weight_scale is None:
+            p[...] = r.normal(0.0, 0.4, size=p.shape)
+        else:
+            p[...] = r.normal(0.0, weight_scale / np.sqrt(p.shape[0]), size=p.shape)
+    if push is not None:
+        model.push = push
+    return model
+
+
+class ScriptedReverser(Seq2Seq):
+    """A random model with a reading rule added to its logits, so its outputs vary and end like a
+    reverser's: position t favours the token read (through a fixed random readout) from the
+    encoder state of source position n - 1 - t, and EOS is pushed up once n tokens are out
+    (n = the row's number of real source tokens). Everything is a function of decode's inputs."""
+
+    push = 2.5
+    readout_scale = 1.0
+
+    def decode(self, tgt_in, H_enc, src_mask, return_attention=False):
+        out = super().decode(tgt_in, H_enc, src_mask, return_attention)
+        logits, cross = out if return_attention else (out, None)
+        readout = _rng(self.config.vocab_size).normal(0.0, self.readout_scale, size=(self.config.d_model, self.config.vocab_size))
+        H = np.asarray(H_enc)
+        n_src = np.sum(np.asarray(src_mask) == 0, axis=-1)[..., 0, 0]  # (...,) real source tokens per row
+        t = np.arange(logits.shape[-2])
+        n_src = np.asarray(n_src)[..., None]  # (..., 1)
+        read = np.clip(n_src - 1 - t, 0, H.shape[-2] - 1)  # (..., m): the source position to read
+        if H.ndim == 2:
+            picked = H[read]  # (m, d)
+        else:
+            read = np.broadcast_to(read, H.shape[:-2] + read.shape[-1:])
+            picked = np.take_along_axis(H, read[..., None], axis=-2)  # (..., m, d)
+        centred = picked - np.mean(H, axis=-2, keepdims=True)  # what is particular to that source position
+        logits = logits + centred @ readout
+        logits[..., EOS] += self.push * (t - n_src + 0.5)
+        return (logits, cross) if return_attention else logits
+
+
+@functools.lru_cache(maxsize=None)
+def trained_reverser():
+    """A small model trained briefly on the reversal task: it often, not always, stops at EOS."""
+    from ..optim import Adam
+    from ..toy import ReverseTask
+    from ..training import train_step
+
+    task = ReverseTask(n_letters=6, min_len=2, max_len=5)
+    model = Seq2Seq(vocab_size=task.vocab_size, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1,
+                    n_decoder_layers=1, pad_id=PAD, rng=5)
+    optimizer = Adam(model.parameters(), lr=0.01)
+    r = _rng(0)
+    for _ in range(120):
+        src, tgt = task.batch(r, 16)
+        train_step(model, optimizer, src, tgt, BOS)
+    return model
+
+
+def _sources(seed, lengths, width=None, vocab_size=9):
+    """(len(lengths), width) right-padded source ids of letters (ids >= 3)."""
+    r = _rng(seed)
+    width = width or max(lengths)
+    src = np.full((len(lengths), width), PAD, dtype=np.int64)
+    for b, n in enumerate(lengths):
+        src[b, :n] = r.integers(3, vocab_size, size=n)
+    return src
+
+
+# -- Exercise 9.1 ---------------------------------------------------------------------------------------
+def _reference_greedy(model, src, bos_id, eos_id, max_len):
+    return decoding.greedy_decode(model, src, bos_id, eos_id, max_len, use_cache=False)
+
+
+def greedy_cases():
+    stop = random_model(21, model_class=ScriptedReverser, embedding_scale=0.2)
+    stop2 = random_model(22, vocab_size=11, d_model=12, n_heads=3, n_layers=2, model_class=ScriptedReverser, embedding_scale=0.2)
+    wild = random_model(23)
+    return {
+        "one": [Case("one source (n,) of 4 tokens, a model that stops after about 4 tokens",
+                     (stop, _sources(1, [4])[0], BOS, EOS, 8)),
+                Case("one source of 3 tokens, a random model that rarely says EOS, max_len=6",
+                     (wild, _sources(2, [3])[0], BOS, EOS, 6)),
+                Case("one source, two layers each side, max_len=10", (stop2, _sources(3, [5], vocab_size=11)[0], BOS, EOS, 10),
+                     hidden=True)],
+        "stops": [Case("max_len=2 cuts the output before EOS", (stop, _sources(4, [5])[0], BOS, EOS, 2)),
+                  Case("a source of 1 token: EOS comes early", (stop, _sources(5, [1])[0], BOS, EOS, 8), hidden=True)],
+        "batch": [Case("a batch of 3 padded sources (lengths 2, 5, 3): rows end at different steps",
+                       (stop, _sources(6, [2, 5, 3]), BOS, EOS, 9)),
+                  Case("a batch of 2 sources with the random model, max_len=5", (wild, _sources(7, [4, 2]), BOS, EOS, 5)),
+                  Case("a batch of 4 sources, the briefly trained reverser",
+                       (trained_reverser(), _sources(8, [3, 5, 2, 4]), BOS, EOS, 7), hidden=True)],
+    }
+
+
+def check_greedy_decode(greedy_decode=None, *, points=POINTS["9.1"], hidden=False):
+    """Exercise 9.1: the most probable token at every step, from BOS until EOS or max_len."""
+    c = Checker("9.1", "greedy_decode", points, hidden)
+    fn = c.find(greedy_decode, "greedy_decode")
+    cases = greedy_cases()
+    common = dict(catalog=CATALOG["greedy_decode"], forbidden=[decoding.greedy_decode, decoding.beam_search])
+    c.check_cases("one source sequence", fn, _reference_greedy, cases["one"], **common)
+    c.check_cases("stopping at EOS or at max_len", fn, _reference_greedy, cases["stops"], **common)
+    c.check_cases("a batch of sources: each row stops at its own EOS, pads after it", fn, _reference_greedy,
+                  cases["batch"], **common)
+    return c.result()
+
+
+# -- Exercise 9.2 ---------------------------------------------------------------------------------------
+N_DRAWS = 4000
+
+
+@dataclasses.dataclass
+class SamplingCase:
+    label: str
+    logits: np.ndarray  # (V,)
+    kwargs: dict
+    seed: int
+    hidden: bool = False
+
+    def describe(self):
+        return ", ".join(f"{k}={v}" for k, v in self.kwargs.items()) or "temperature=1.0"
+
+
+def _draws(fn, case):
+    """N_DRAWS tokens from one call on N_DRAWS copies of the logits row, with a seeded generator."""
+    tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
+    return run_student(fn, (tiled,), dict(case.kwargs, rng=_rng(case.seed)))
+
+
+def _as_ids(value, V, shape):
+    """The draws as an int array of `shape`, or a message saying why they are not."""
+    try:
+        ids = np.asarray(value)
+    except Exception:
+        return None, f"expected integer token ids, got {type(value).__name__}"
+    if ids.shape != shape:
+        return None, f"shape: expected {shape}, got {ids.shape}"
+    if not (np.issubdtype(ids.dtype, np.integer) or (np.issubdtype(ids.dtype, np.floating)
+                                                      and np.all(ids == np.round(ids)))):
+        return None, f"expected integer token ids, got dtype {ids.dtype}"
+    ids = ids.astype(np.int64)
+    if ids.size and (ids.min() < 0 or ids.max() >= V):
+        return None, f"ids must lie in [0, {V}); got {ids.min()} ... {ids.max()}"
+    return ids, None
+
+
+def _frequencies(ids, V):
+    return np.bincount(ids, minlength=V) / len(ids)
+
+
+def _close(f, p, n, z=5.0):
+    """Frequencies f (from n draws) agree with probabilities p within z standard errors."""
+    return np.all(np.abs(f - p) <= z * np.sqrt(p * (1 - p) / n) + 2.0 / n)
+
+
+def _close_two(f, g, n, z=5.0):
+    """Two sets of empirical frequencies (n draws each) that could come from one distribution."""
+    return np.all(np.abs(f - g) <= z * np.sqrt((f * (1 - f) + g * (1 - g)) / n) + 3.0 / n)
+
+
+def _fmt_p(x):
+    return f"{100 * x:.1f}%"
+
+
+def _sampling_diagnosis(c, freqs, error, case, catalog):
+    """The diagnosis of the first catalog mistake that draws like the student (or fails alike)."""
+    V = len(case.logits)
+    tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
+    if error is not None:
+        return c._once(diagnose_error(error, catalog, Case(case.label, (tiled,), dict(case.kwargs, rng=_rng(case.seed)))))
+    for m in catalog:
+        value, merr = m.run((tiled,), dict(case.kwargs, rng=_rng(case.seed)))
+        if merr is not None:
+            continue
+        ids, problem = _as_ids(value, V, (N_DRAWS,))
+        if problem is None and _close_two(freqs, _frequencies(ids, V), N_DRAWS):
+            return c._once(m.diagnosis)
+    return ""
+
+
+def _check_sampling(c, label, fn, cases, catalog, forbidden):
+    """One part: for each case, the draws stay in the allowed set and match its probabilities."""
+    if c.stopped:
+        return False
+    for case in cases:
+        if case.hidden and not c.hidden:
+            continue
+        V = len(case.logits)
+        p = decoding.next_token_distribution(case.logits, **case.kwargs)
+        tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
+        outcome = run_student(fn, (tiled,), dict(case.kwargs, rng=_rng(case.seed)), forbidden)
+        c._absorb(outcome, case.label)
+        where = f"[{case.label}: {case.describe()}, {N_DRAWS} draws]"
+        if outcome.error is not None:
+            msg = c._explain_error(outcome)
+            if outcome.delegated or isinstance(outcome.error, NotImplementedError):
+                return c.record(label, False, c.stopped)
+            diagnosis = _sampling_diagnosis(c, None, outcome.error, case, catalog)
+            return c.record(label, False, _with(f"{where} {msg}", diagnosis))
+        ids, problem = _as_ids(outcome.value, V, (N_DRAWS,))
+        if problem:
+            return c.record(label, False, f"{where} {problem}")
+        freqs = _frequencies(ids, V)
+        outside = np.flatnonzero((freqs > 0) & (p == 0))
+        if outside.size:
+            allowed = [int(i) for i in np.flatnonzero(p > 0)]
+            problem = (f"token {int(outside[0])} was drawn {_fmt_p(freqs[outside[0]])} of the time, but only "
+                       f"tokens {allowed} may be drawn here")
+        elif not _close(freqs, p, N_DRAWS):
+            worst = int(np.argmax(np.abs(freqs - p) / np.sqrt(p * (1 - p) / N_DRAWS + 1e-12)))
+            problem = (f"token {worst} was drawn {_fmt_p(freqs[worst])} of the time; its probability is "
+                       f"{_fmt_p(p[worst])} (expected frequencies {[_fmt_p(x) for x in p]})")
+        if problem:
+            return c.record(label, False, _with(f"{where} {problem}", _sampling_diagnosis(c, freqs, None, case, catalog)))
+    return c.record(label, True)
+
+
+def _with(text, diagnosis):
+    return text + (f"\n      Likely cause: {diagnosis}" if diagnosis else "")
+
+
+LOGITS = np.log(np.array([0.06, 0.40, 0.04, 0.25, 0.10, 0.15]))  # token 1 most probable, then 3, 5, 4, 0, 2
+
+
+def sampling_cases():
+    r = _rng(92)
+    spread = r.normal(size=9) * 1.5
+    flat = np.log(np.array([0.3, 0.28, 0.22, 0.12, 0.08]))
+    peaked = np.log(np.array([0.02, 0.9, 0.03, 0.05]))
+    return {
+        "plain": [SamplingCase("6 tokens", LOGITS, {}, 1),
+                  SamplingCase("9 tokens", spread, {}, 2, hidden=True)],
+        "temperature": [SamplingCase("6 tokens", LOGITS, {"temperature": 0.5}, 3),
+                        SamplingCase("6 tokens", LOGITS, {"temperature": 2.0}, 4),
+                        SamplingCase("9 tokens", spread, {"temperature": 1.7}, 5, hidden=True)],
+        "top_k": [SamplingCase("6 tokens", LOGITS, {"top_k": 3}, 6),
+                  SamplingCase("9 tokens", spread, {"temperature": 0.8, "top_k": 4}, 7, hidden=True)],
+        "top_p": [SamplingCase("6 tokens", LOGITS, {"top_p": 0.7}, 8),
+                  SamplingCase("6 tokens", LOGITS, {"temperature": 0.5, "top_p": 0.8}, 9),
+                  SamplingCase("one token holds 90%", peaked, {"top_p": 0.8}, 10),
+                  SamplingCase("5 similar tokens", flat, {"top_p": 0.9}, 11, hidden=True)],
+        "both": [SamplingCase("6 tokens", LOGITS, {"top_k": 3, "top_p": 0.7}, 12),
+                 SamplingCase("9 tokens", spread, {"temperature": 1.3, "top_k": 5, "top_p": 0.6}, 13, hidden=True)],
+    }
+
+
+def check_sample_next_token(sample_next_token=None, *, points=POINTS["9.2"], hidden=False):
+    """Exercise 9.2: one draw per row from softmax(logits / T), restricted by top-k and top-p."""
+    c = Checker("9.2", "sample_next_token", points, hidden)
+    fn = c.find(sample_next_token, "sample_next_token")
+    catalog = CATALOG["sample_next_token"]
+    forbidden = [decoding.sample_next_token, decoding.next_token_distribution]
+    if not c.stopped:
+        _check_shapes_and_seed(c, fn, catalog, forbidden)
+    cases = sampling_cases()
+    _check_sampling(c, "plain sampling (temperature 1)", fn, cases["plain"], catalog, forbidden)
+    _check_sampling(c, "temperature", fn, cases["temperature"], catalog, forbidden)
+    _check_sampling(c, "top-k", fn, cases["top_k"], catalog, forbidden)
+    _check_sampling(c, "top-p (the nucleus)", fn, cases["top_p"], catalog, forbidden)
+    _check_sampling(c, "top-k and top-p together", fn, cases["both"], catalog, forbidden)
+    return c.result()
+
+
+def _check_shapes_and_seed(c, fn, catalog, forbidden):
+    """Shapes (..., V) -> (...), temperature 0 is the argmax, and the rng decides the draws."""
+    r = _rng(91)
+    V = len(LOGITS)
+    problems = []
+    for shape in [(), (5,), (2, 3)]:
+        logits = r.normal(size=shape + (V,))
+        out = run_student(fn, (logits,), {"rng": _rng(1)}, forbidden)
+        c._absorb(out, f"logits of shape {logits.shape}")
+        if out.error is not None:
+            if out.delegated or isinstance(out.error, NotImplementedError):
+                c._explain_error(out)
+                return c.record("one id per row of logits", False, c.stopped)
+            problems.append(f"[logits of shape {logits.shape}] {c._explain_error(out)}")
+            break
+        _, problem = _as_ids(out.value, V, shape)
+        if problem:
+            problems.append(f"[logits of shape {logits.shape}] {problem}")
+            break
+    c.record("one id per row of logits: (V,) gives one id, (B, V) gives (B,), (2, 3, V) gives (2, 3)",
+             not problems, problems[0] if problems else "")
+    logits = r.normal(size=(4, 7)) * 3
+    case = Case("temperature=0 on a (4, 7) batch of logits", (logits,), {"temperature": 0.0, "rng": _rng(2)})
+    c.check_cases("temperature=0 picks the most probable token (no randomness)", fn,
+                  lambda x, temperature, rng: np.argmax(x, axis=-1), [case], catalog=catalog, forbidden=forbidden)
+    first = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": _rng(3)}, forbidden)
+    again = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": _rng(3)}, forbidden)
+    if first.error is None and again.error is None:
+        same = compare(again.value, first.value) is None
+        c.record("the rng argument decides the draws (the same seed gives the same tokens)", same,
+                 "" if same else "two calls with generators of the same seed drew different tokens: draw your "
+                 "random numbers from `rng` (rng.random(...) or rng.choice(...)), not from np.random.")
+
+
+# -- Exercise 9.3 ---------------------------------------------------------------------------------------
+def _best(results):
+    """(tokens, score) of the best hypothesis."""
+    toks, score = results[0]
+    return np.asarray(toks), np.float64(score)
+
+
+def _every(results):
+    """All hypotheses as one (k, L) array padded with -1, and their scores (k,)."""
+    rows = [np.asarray(t).ravel() for t, _ in results]
+    width = max([len(t) for t in rows] + [1])
+    table = np.full((len(rows), width), -1, dtype=np.int64)
+    for i, t in enumerate(rows):
+        table[i, : len(t)] = t
+    return table, np.array([float(s) for _, s in results])
+
+
+def beam_cases():
+    stop = random_model(31, model_class=ScriptedReverser, embedding_scale=0.2)
+    slow = random_model(31, model_class=ScriptedReverser, embedding_scale=0.2, push=1.0)
+    slower = random_model(35, model_class=ScriptedReverser, embedding_scale=0.2, push=1.5)
+    stop2 = random_model(32, vocab_size=11, d_model=12, n_heads=3, n_layers=2, model_class=ScriptedReverser,
+                         embedding_scale=0.2, push=1.2)
+    wild = random_model(33)
+    src = _sources(1, [4])[0]
+    return {
+        "width1": [Case("beam_width=1 (must equal greedy decoding)", (stop, src, BOS, EOS, 1, 8)),
+                   Case("beam_width=1, a random model, max_len=5", (wild, _sources(2, [3])[0], BOS, EOS, 1, 5),
+                        hidden=True)],
+        "wide": [Case("beam_width=3, a 4-token source; hypotheses end at different steps",
+                      (slow, _sources(3, [4])[0], BOS, EOS, 3, 9)),
+                 Case("beam_width=4, alpha=0.6", (slower, _sources(3, [4])[0], BOS, EOS, 4, 9, 0.6)),
+                 Case("beam_width=2, a random model (no EOS within max_len=4)", (wild, _sources(4, [5])[0], BOS, EOS, 2, 4)),
+                 Case("beam_width=3, two layers each side, alpha=0.8", (stop2, _sources(5, [5], vocab_size=11)[0],
+                                                                        BOS, EOS, 3, 9, 0.8), hidden=True),
+                 Case("beam_width=3, the briefly trained reverser", (trained_reverser(), _sources(6, [4])[0], BOS, EOS, 3, 7),
+                      hidden=True)],
+    }
+
+
+def check_beam_search(beam_search=None, *, points=POINTS["9.3"], hidden=False):
+    """Exercise 9.3: length-normalised beam search; a list of (tokens, score), best first."""
+    c = Checker("9.3", "beam_search", points, hidden)
+    fn = c.find(beam_search, "beam_search")
+    cases = beam_cases()
+    catalog = CATALOG["beam_search"]
+    forbidden = [decoding.beam_search, decoding.greedy_decode]
+    ref = decoding.beam_search
+    best = dict(catalog=catalog, forbidden=forbidden, postprocess=_best, names=("best tokens", "best score"))
+    every = dict(catalog=catalog, forbidden=forbidden, postprocess=_every,
+                 names=("the hypotheses, best first (one row each, -1 after the end)", "their scores"))
+    c.check_cases("beam_width=1: the best hypothesis is the greedy output", fn, ref, cases["width1"], **best)
+    c.check_cases("the best hypothesis and its normalised score", fn, ref, cases["wide"], **best)
+    c.check_cases("every returned hypothesis, in order, with its score", fn, ref, cases["wide"], **every)
+    return c.result()
+
+
+# -- Exercise 9.4 ---------------------------------------------------------------------------------------
+def _steps(decode_step):
+    """Feed `tokens[:, t]` one step at a time into a fresh cache; collect what the checks compare."""
+    def run(seed, src_lengths, n_steps, n_layers=1, vocab_size=9, d_model=8, n_heads=2, single=False):
+        model = random_model(seed, vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers)
+        src = _sources(seed + 1, src_lengths, vocab_size=vocab_size)
+        tokens = np.concatenate([np.full((len(src_lengths), 1), BOS),
+                                 _rng(seed + 2).integers(3, vocab_size, size=(len(src_lengths), n_steps - 1))], axis=1)
+        if single:
+            src, tokens = src[0], tokens[0]
+        H_enc, src_mask = model.encode(src)
+        cache = decoding.KVCache(model, H_enc, src_mask)
+        logits, rows = [], []
+        for t in range(n_steps):
+            out = decode_step(model, tokens[..., t], cache)
+            if out is None:
+                raise TypeError("decode_step returned None (did you forget `return`?)")
+            logits.append(np.asarray(out))
+            k = cache.self_k[0]
+            rows.append(-1 if k is None else np.shape(k)[-2])
+        shapes = {np.shape(x) for x in logits}
+        stacked = np.stack(logits, axis=-2) if len(shapes) == 1 else np.array([np.nan])
+        return stacked, np.array(rows), np.array(cache.length)
+    return run
+
+
+def decode_step_cases():
+    return {
+        "one": [Case("one source (n=4), 3 steps", (41, [4], 3, 1, 9, 8, 2, True)),
+                Case("one source (n=6), 5 steps, two layers", (42, [6], 5, 2, 11, 12, 3, True), hidden=True)],
+        "batch": [Case("a batch of 2 sources (lengths 5 and 2, padded), 4 steps", (43, [5, 2], 4)),
+                  Case("a batch of 3 padded sources, 6 steps, two layers", (44, [3, 6, 1], 6, 2, 11, 12, 4),
+                       hidden=True)],
+    }
+
+
+def check_decode_step(decode_step=None, *, points=POINTS["9.4"], hidden=False):
+    """Exercise 9.4: one cached decoder step; logits (..., V) for the new token, the cache one row longer."""
+    c = Checker("9.4", "decode_step", points, hidden)
+    fn = c.find(decode_step, "decode_step")
+    cases = decode_step_cases()
+    catalog = [dataclasses.replace(m, impl=_steps(m.impl)) for m in CATALOG["decode_step"]]
+    common = dict(catalog=catalog, forbidden=[decoding.decode_step, decoding.greedy_decode],
+                  names=("the logits of every step, stacked (..., steps, V)",
+                         "rows in the self-attention cache after each step", "cache.length at the end"))
+    ref = _steps(decoding.decode_step)
+    c.check_cases("one source sequence, step by step", _steps(fn), ref, cases["one"], **common)
+    c.check_cases("a padded batch, step by step", _steps(fn), ref, cases["batch"], **common)
+    return c.result()
+
+
+# -- Exercise 9.5 ---------------------------------------------------------------------------------------
+class _WatchedAttention(MultiHeadAttention):
+    """Counts the rows projected to keys and values, and every read of W_k."""
+
+    @property
+    def W_k(self):
+        self.__dict__["k_reads"] = self.__dict__.get("k_reads", 0) + 1
+        return self.__dict__["W_k"]
+
+    @W_k.setter
+    def W_k(self, value):
+        self.__dict__["W_k"] = value
+
+    def project_kv(self, key_value_input):
+        kv = np.asarray(key_value_input)
+        self.__dict__["kv_rows"] = self.__dict__.get("kv_rows", 0) + int(np.prod(kv.shape[:-1]))
+        return super().project_kv(key_value_input)
+
+
+class _WatchedModel(Seq2Seq):
+    """Counts full decoder passes (decode, or the whole model called)."""
+
+    def decode(self, *args, **kwargs):
+        self.__dict__["full_passes"] = self.__dict__.get("full_passes", 0) + 1
+        return super().decode(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        self.__dict__["full_passes"] = self.__dict__.get("full_passes", 0) + 1
+        return super().__call__(*args, **kwargs)
+
+
+def _watched(model):
+    """A copy of `model` whose decoder reports how it is used."""
+    copy = _WatchedModel(model.config, rng=0)
+    copy.load_parameters(model.parameters())
+    for block in copy.decoder:
+        for name in ("self_attn", "cross_attn"):
+            getattr(block, name).__class__ = _WatchedAttention
+    return copy
+
+
+def _reference_cached(model, src, bos_id, eos_id, max_len):
+    return decoding.greedy_decode(model, src, bos_id, eos_id, max_len, use_cache=True)
+
+
+def cached_cases():
+    wild = random_model(55, embedding_scale=0.3, weight_scale=3.0)
+    wild2 = random_model(56, vocab_size=11, d_model=12, n_heads=3, n_layers=2, embedding_scale=0.3, weight_scale=3.0)
+    likes_specials = random_model(61, embedding_scale=0.3, weight_scale=3.0)
+    likes_specials.embedding[[PAD, BOS]] *= 2.0
+    return {
+        "one": [Case("one source (n=4), a random model, max_len=6", (wild, _sources(1, [4])[0], BOS, EOS, 6)),
+                Case("one source, the briefly trained reverser (it stops at EOS)",
+                     (trained_reverser(), _sources(2, [3])[0], BOS, EOS, 8)),
+                Case("one source, two layers each side, max_len=9", (wild2, _sources(3, [5], vocab_size=11)[0], BOS, EOS, 9),
+                     hidden=True)],
+        "batch": [Case("a batch of 3 padded sources, the briefly trained reverser",
+                       (trained_reverser(), _sources(4, [2, 5, 3]), BOS, EOS, 8)),
+                  Case("a batch of 2 sources, a random model that favours BOS and pad (both must be banned)",
+                       (likes_specials, _sources(8, [4, 3]), BOS, EOS, 6)),
+                  Case("a batch of 4 sources, two layers each side", (wild2, _sources(6, [2, 6, 4, 1], vocab_size=11), BOS, EOS, 7),
+                       hidden=True)],
+    }
+
+
+def check_cached_greedy_decode(cached_greedy_decode=None, *, points=POINTS["9.5"], hidden=False):
+    """Exercise 9.5: greedy decoding with a KV cache; exactly the tokens of greedy decoding.
+
+    Your `decode_step` and `KVCache` are replaced by the reference while this runs, so a mistake in
+    Exercise 9.4 is not charged again here.
+    """
+    c = Checker("9.5", "cached_greedy_decode", points, hidden)
+    fn = c.find(cached_greedy_decode, "cached_greedy_decode")
+    fn = rebind(fn, decode_step=decoding.decode_step, KVCache=decoding.KVCache)
+    cases = cached_cases()
+    common = dict(catalog=CATALOG["cached_greedy_decode"], forbidden=[decoding.greedy_decode])
+    c.check_cases("one source: the same tokens as greedy decoding", fn, _reference_cached, cases["one"], **common)
+    c.check_cases("a batch: the same tokens as greedy decoding", fn, _reference_cached, cases["batch"], **common)
+    if not c.stopped:
+        _check_cache_use(c, fn)
+    return c.result()
+
+
+def _check_cache_use(c, fn):
+    """One new token per step through the decoder; a hint when cross-attention K/V are recomputed."""
+    model = _watched(random_model(53, n_layers=2))
+    src = _sources(7, [4, 2])
+    max_len = 6
+    out = run_student(fn, (model, src, BOS, EOS, max_len), {}, [decoding.greedy_decode])
+    if out.error is not None:
+        return c.record("decodes with the cache: one new token per step", False,
+                        f"[a batch of 2 sources, max_len={max_len}] {c._explain_error(out)}")
+    steps = np.shape(out.value)[-1] if np.ndim(out.value) else max_len
+    B = src.shape[0]
+    full = model.__dict__.get("full_passes", 0)
+    self_rows = max(b.self_attn.__dict__.get("kv_rows", 0) for b in model.decoder)
+    if full:
+        return c.record("decodes with the cache: one new token per step", False,
+                        f"your code runs the whole decoder over the prefix ({full} calls of model.decode or "
+                        "model(...)): that is decoding without a cache. Feed only the newest token through "
+                        "decode_step(model, tokens, cache).")
+    if self_rows > B * (steps + 1):
+        return c.record("decodes with the cache: one new token per step", False,
+                        f"the self-attention keys and values were computed for {self_rows} positions per block "
+                        f"while generating {steps} tokens for {B} sequences ({B * steps} would do): each step "
+                        "must feed only the newest token; the cache keeps the rest.")
+    c.record("decodes with the cache: one new token per step", True)
+    k_reads = max(b.cross_attn.__dict__.get("k_reads", 0) for b in model.decoder)
+    if k_reads > B and k_reads >= steps:
+        c.note(f"speed hint (no points lost): cross-attention's W_k was used {k_reads} times per block while "
+               f"generating {steps} tokens. The encoder output H_enc does not change during decoding, so its "
+               "keys and values can be computed once, before the first step (KVCache does this), and reused: "
+               "recomputing them at every step gives the same tokens, only slower.")
+
+
+# -- Exercise 9.6 ---------------------------------------------------------------------------------------
+CACHED_STEP_ORDER = Ordering(
+    "9.6", "one decoding step with a KV cache, in order", "cached_step_order",
+    steps=[
+        Step("embed the newest token at position t, the number of tokens already cached",
+             "Every step starts from the one token just generated: nothing can be computed for it before it "
+             "is embedded at its position."),
+        Step("normalise it, project it to one new row of keys and values, and append that row to the "
+             "self-attention cache",
+             "The new row of keys and values is computed from the newly embedded token, so the embedding "
+             "must come first."),
+        Step("self-attention: the new token's query attends over all cached keys and values, plus the residual",
+             "The query must see its own key and value too, so the new row has to be in the cache before "
+             "self-attention runs."),
+        Step("cross-attention: the query attends over the encoder's keys and values, computed once "
+             "before the first step, plus the residual",
+             "Inside a decoder block cross-attention follows self-attention: its query is the output of the "
+             "self-attention sublayer."),
+        Step("feed-forward network, plus the residual",
+             "The feed-forward sublayer is the last of the block and reads what cross-attention wrote."),
+        Step("final RMSNorm and the tied output head: logits for the next token",
+             "The output head reads the last block's output, so every block must have run first."),
+        Step("choose the next token (argmax or a sample) and stop if it is EOS",
+             "A token can only be chosen from the logits, so the output head must have produced them."),
+    ],
+    shown=[4, 1, 6, 3, 0, 5, 2],
+)
+
+
+def check_cached_step_order(cached_step_order=None, *, points=POINTS["9.6"]):
+    """Exercise 9.6: all or nothing."""
+    return CACHED_STEP_ORDER.check(cached_step_order, points)
+
+
+EXERCISES = [
+    Exercise("9.1", "greedy_decode", check_greedy_decode, POINTS["9.1"], decoding.greedy_decode),
+    Exercise("9.2", "sample_next_token", check_sample_next_token, POINTS["9.2"], decoding.sample_next_token),
+    Exercise("9.3", "beam_search", check_beam_search, POINTS["9.3"], decoding.beam_search),
+    Exercise("9.4", "decode_step", check_decode_step, POINTS["9.4"], decoding.decode_step),
+    Exercise("9.5", "cached_greedy_decode", check_cached_greedy_decode, POINTS["9.5"], decoding.greedy_decode),
+]
+ORDERINGS = [CACHED_STEP_ORDER]
+
