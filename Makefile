@@ -12,6 +12,7 @@ export PYTHONNOUSERSITE := 1
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_PORT  ?= 8888
 LAB_ARGS  ?=
+LAB_DIR   ?= course
 
 .PHONY: help install lab test notebooks release autograde grade validate bench capstone gpu-check test-browser clean
 
@@ -24,6 +25,7 @@ help:
 	@echo "make validate     nbgrader validate on course/; fails when a test fails"
 	@echo "make capstone     train the PyTorch model (GPU when present) and write a report"
 	@echo "make bench        speed and throughput figures, side by side"
+	@echo "make test-browser the lessons in JupyterLab, driven in chromium"
 
 # The venv is built once and rebuilt only when the pins or the package metadata change.
 install: $(STAMP)
@@ -36,10 +38,14 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=course --ServerApp.port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_ARGS)
+	$(BIN)/jupyter lab --notebook-dir=$(LAB_DIR) --ServerApp.port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --ignore=tests/browser $(PYTEST_ARGS)
+
+# JupyterLab in a real browser: Debian's chromium driven by Playwright. Screenshots in screenshots/.
+test-browser: $(STAMP)
+	$(BIN)/python -m pytest -p no:xdist tests/browser $(PYTEST_ARGS)
 
 # Lessons are written as percent-format sources in authoring/ and built into solutions/.
 notebooks: $(STAMP)
