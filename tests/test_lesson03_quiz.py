@@ -11,6 +11,7 @@ import pytest
 from encdec.checks import lesson02 as L2
 from encdec.checks import lesson03 as L
 
+pytestmark = pytest.mark.lesson03
 ROOT = Path(__file__).resolve().parents[1]
 QUIZ = L.TAG_QUIZ
 N = len(QUIZ.items)
