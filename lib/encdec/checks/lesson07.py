@@ -291,7 +291,7 @@ BACKPROP_ORDER = Ordering(
              "The decoder blocks fed the final norm, so their gradient comes out of the norm's backward pass."),
         Step("through the encoder's final RMSNorm, with dH_enc summed over every decoder block's cross-attention",
              "H_enc was read by the cross-attention of every decoder block: its gradient is complete only "
-             "after all decoder blocks have been gone through."),
+             "once backpropagation has passed through all of the decoder blocks."),
         Step("through the encoder blocks, last block first",
              "The encoder blocks fed the encoder's final norm, so they wait for its backward pass, which "
              "waits for the whole decoder."),
