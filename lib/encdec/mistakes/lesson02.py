@@ -318,6 +318,22 @@ def __call__(self, query_input, key_value_input=None, mask=None):  # noqa: F811
     return _merge(weights @ V) @ self.W_o, weights.mean(axis=-3)
 
 
+@mistake("MultiHeadAttention", "array_truth_value",
+         "`key_value_input or query_input` (or `if key_value_input:`) asks NumPy for the truth value of "
+         "a whole array, which raises ValueError as soon as an array is passed. Test for the default "
+         "explicitly: `if key_value_input is None: key_value_input = query_input`.")
+def __call__(self, query_input, key_value_input=None, mask=None):  # noqa: F811
+    key_value_input = key_value_input or query_input
+    Q = _split(query_input @ self.W_q, self.n_heads)
+    K = _split(key_value_input @ self.W_k, self.n_heads)
+    V = _split(key_value_input @ self.W_v, self.n_heads)
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(self.d_k)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax_(scores, axis=-1)
+    return _merge(weights @ V) @ self.W_o, weights
+
+
 # -- Exercise 2.5 FeedForward.__call__ -----------------------------------------------------------------
 @mistake("FeedForward", "relu",
          "the hidden layer uses ReLU. This course's feed-forward network uses GELU between the two "
