@@ -254,3 +254,17 @@ def cross_attention_step_by_step(mha, H_enc, H_dec, mask=None):  # noqa: F811
         outputs.append(out)
         weights.append(w)
     return np.concatenate(outputs, axis=-2), np.concatenate(weights, axis=-2)
+
+
+@mistake("cross_attention_step_by_step", "position_axis_dropped",
+         "H_dec[..., t, :] drops the position axis: a (B, d_model) slice looks like B positions of one "
+         "sequence, and an unbatched (d_model,) slice is not a sequence at all. Keep the axis with a "
+         "slice, H_dec[..., t:t+1, :], of shape (..., 1, d_model).")
+def cross_attention_step_by_step(mha, H_enc, H_dec, mask=None):  # noqa: F811
+    K, V = mha.project_kv(H_enc)
+    outputs, weights = [], []
+    for t in range(H_dec.shape[-2]):
+        out, w = mha.attend(H_dec[..., t, :], K, V, mask)
+        outputs.append(out)
+        weights.append(w)
+    return np.stack(outputs, axis=-2), np.stack(weights, axis=-2)
