@@ -263,15 +263,18 @@ TRAINING_STEP_ORDER = Ordering(
         Step("run the model once over all m target positions, under the causal mask: the logits",
              "The forward pass reads the source and the shifted decoder inputs, so both must exist before it runs."),
         Step("cross-entropy of the logits against the targets, ignoring pads, with smoothed labels",
-             "The loss compares logits with targets, so the forward pass must already have produced the logits."),
+             "The loss compares the logits with the targets, so the batch, its decoder inputs and the "
+             "forward pass that makes the logits all come before it."),
         Step("backpropagate: the gradient of the loss for every parameter",
-             "Backpropagation starts from dL/dlogits, which the loss computes, so the loss comes before it."),
+             "Backpropagation starts from dL/dlogits, which the loss computes, so the loss (and everything "
+             "it needs) comes before it."),
         Step("update Adam's running averages m and v with the new gradient",
-             "Adam's running averages take in this step's gradient, so backpropagation must have produced it first."),
-        Step("move every parameter by lr_t * m_hat / (sqrt(v_hat) + eps), lr_t from the warm-up schedule",
-             "The move uses m_hat and v_hat, which must already include this step's gradient: "
-             "update the running averages first. Changing a parameter also ends the step, so nothing "
-             "that still needs the old parameters may come after it."),
+             "Adam's running averages take in this step's gradient, so backpropagation, and everything it "
+             "depends on, must have run first."),
+        Step("move every parameter by −lr · m̂ / (√v̂ + ε), with this step's rate lr from the warm-up schedule",
+             "The move uses m̂ and v̂, which must already hold this step's gradient, so everything that "
+             "produces them (the forward pass, the loss, the gradient, the running averages) comes first. "
+             "Changing the parameters ends the step."),
     ],
     shown=[3, 6, 1, 4, 0, 5, 2],
 )
