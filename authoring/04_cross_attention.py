@@ -225,8 +225,9 @@ widgets.interact(show_target_position,
 # `__call__` is now just the two halves in a row. The class below inherits `__init__` and the weights
 # $W_q, W_k, W_v, W_o$ [LEARNED] from Lesson 2's `MultiHeadAttention`; `project_kv` is written for you.
 #
-# Shapes inside `attend`, with `split_heads` `(..., T, d_model) -> (..., h, T, d_k)` and
-# `merge_heads` its inverse (both from Lesson 2, imported in the first cell):
+# Shapes inside `attend`. The split and merge of Lesson 2 are imported in the first cell as two
+# functions: `split_heads(x, n_heads)`, `(..., T, d_model) -> (..., h, T, d_k)` (reshape, then swap
+# the two middle axes), and `merge_heads(x)`, its inverse:
 #
 # $$\underbrace{\text{query\_input}}_{(\dots,\,m,\,d_{\text{model}})} \xrightarrow{\;W_q,\ \text{split}\;} \underbrace{Q}_{(\dots,\,h,\,m,\,d_k)} \xrightarrow{\;\text{cross\_attention}(Q, K, V, \text{mask})\;} \underbrace{\text{heads}}_{(\dots,\,h,\,m,\,d_k)} \xrightarrow{\;\text{merge},\ W_o\;} \underbrace{\text{output}}_{(\dots,\,m,\,d_{\text{model}})}$$
 #

@@ -407,6 +407,6 @@ print(f"4 d^2 + d = {4 * 512 ** 2 + 512:,}")
 #   read the answer.
 # * Cross-attention adds $4d^2 + d$ parameters per decoder block, whatever the number of heads.
 #
-# **Next — Lesson 6, Assembling the model.** Embeddings shared by source, target and output head,
-# positions, $N$ encoder and $N$ decoder blocks, the final norms, and the whole encoder–decoder forward
-# pass, checked against its PyTorch twin.
+# **Next — Lesson 6, Assembling the encoder–decoder.** Embeddings shared by source, target and
+# output head, positions, $N$ encoder and $N$ decoder blocks, the final norms, and the whole
+# encoder–decoder forward pass, checked against its PyTorch twin.
