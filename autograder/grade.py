@@ -18,6 +18,7 @@ graded as usual, and the submitted files are never modified.
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import re
@@ -30,10 +31,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+NOTEBOOK_TIMEOUT = int(os.environ.get("GRADE_TIMEOUT", "600"))  # seconds per notebook, all cells
+
+if "__file__" not in globals():  # run as `python -c <source>` by the driver's own child processes
+    __file__ = os.path.join(os.environ["GRADE_DRIVER_DIR"], "grade.py")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SOLUTIONS, COURSE = ROOT / "solutions", ROOT / "course"
-NOTEBOOK_TIMEOUT = int(os.environ.get("GRADE_TIMEOUT", "600"))  # seconds per notebook, all cells
+DRIVER_SOURCE = Path(__file__).read_text()
 
 # nbgrader runs `alembic` by name: the interpreter's own bin/ must come first on PATH.
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
@@ -99,13 +104,13 @@ def release(only=None):
 
 
 # -- grading one submission ------------------------------------------------------------------------------
-def check_notebook_file(path, lesson):
-    """None if the file is a readable notebook, else the reason it cannot be graded."""
+def check_notebook_bytes(raw):
+    """None if the bytes are a readable notebook, else the reason it cannot be graded."""
     import nbformat
-    if path.stat().st_size == 0:
+    if not raw.strip():
         return "the notebook file is empty"
     try:
-        nb = nbformat.read(str(path), as_version=4)
+        nb = nbformat.reads(raw.decode("utf-8", errors="strict"), as_version=4)
         nbformat.validate(nb)
     except Exception as exc:
         kind = "not valid JSON" if isinstance(exc, json.JSONDecodeError) or "JSON" in type(exc).__name__ else "not a valid notebook"
@@ -134,7 +139,8 @@ def read_grades(root, lesson, student):
     from nbgrader.api import Gradebook
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         nb = gb.find_submission_notebook(lesson, lesson, student)
-        cells = {g.name: (g.score, g.max_score) for g in nb.grades if g.cell_type == "code"}
+        # auto_score, not score: a manual score in the gradebook could only come from tampering
+        cells = {g.name: (g.auto_score, g.max_score) for g in nb.grades if g.cell_type == "code"}
     return cells
 
 
@@ -157,38 +163,76 @@ def max_points(template, lesson):
         return {c.name: c.max_score for c in nb.grade_cells if c.cell_type == "code"}
 
 
+def child_environment():
+    """The grading child and its kernel import this course root's own lib/ first."""
+    path = os.pathsep.join(p for p in (str(ROOT / "lib"), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "GRADE_DRIVER_DIR": str(HERE), "PYTHONPATH": path}
+
+
+def source_facts(lesson):
+    """What grading needs to know about a lesson's source notebook: the ids of its demo cells
+    (skipped when grading), its locked and graded cell ids, and the source of its own code cells."""
+    import nbformat
+    nb = nbformat.read(str(SOLUTIONS / lesson / f"{lesson}.ipynb"), as_version=4)
+    demo = {c.get("id") for c in nb.cells if "demo" in c.get("metadata", {}).get("tags", [])}
+    course_sources = {c.source for c in nb.cells if c.cell_type == "code" and c.get("id") not in demo
+                      and not c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    return {"demo": demo, "sources": course_sources}
+
+
+def prepare_notebook(raw, lesson, facts, keep_demos):
+    """(notebook text to grade, audit findings) for a submission's bytes."""
+    import nbformat
+    sys.path.insert(0, str(HERE))
+    from audit import audit_notebook
+    nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+    skip = set() if keep_demos else facts["demo"]
+    findings = audit_notebook(nb, skip_ids=skip, trusted_sources=facts["sources"])
+    if skip:
+        nb.cells = [c for c in nb.cells if c.get("id") not in skip]
+    return nbformat.writes(nb), findings
+
+
 def run_job(job, template, out):
     """Grade one submission in a child process with a time limit; returns a CSV row dict."""
-    lesson, student, source = job["lesson"], job["student"], job.get("path")
+    lesson, student = job["lesson"], job["student"]
     row = {"assignment": lesson, "student_id": student}
-    if source is None:
+    if job.get("raw") is None:
         return {**row, "status": job.get("status", "missing: no submission for this lesson")}
-    reason = check_notebook_file(Path(source), lesson)
+    reason = check_notebook_bytes(job["raw"])
     if reason:
         return {**row, "status": f"failed: {reason}"}
+    text, findings = prepare_notebook(job["raw"], lesson, job["facts"], job.get("keep_demos", False))
+    if findings:
+        shown = "; ".join(findings[:3]) + (f"; and {len(findings) - 3} more" if len(findings) > 3 else "")
+        return {**row, "status": f"tampered: the notebook changes what the tests rely on or writes files ({shown})"}
+    timeout = job.get("timeout", NOTEBOOK_TIMEOUT)
     root = Path(tempfile.mkdtemp(prefix=f"{student}-{lesson}-", dir=out["work"]))
     try:
         shutil.copyfile(template / "gradebook.db", root / "gradebook.db")
         dest = root / "submitted" / student / lesson
         dest.mkdir(parents=True)
-        shutil.copyfile(source, dest / f"{lesson}.ipynb")
+        (dest / f"{lesson}.ipynb").write_text(text)
         spec = json.dumps({"root": str(root), "lesson": lesson, "student": student,
                            "release": str(template / "release")})
-        proc = subprocess.Popen([sys.executable, str(Path(__file__)), "_one", spec], cwd=root,
+        # The child runs this file's source as read when grading began, not whatever is on disk now.
+        proc = subprocess.Popen([sys.executable, "-c", DRIVER_SOURCE, "_one", spec], cwd=root,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+                                start_new_session=True, env=child_environment())
         try:
-            stdout, stderr = proc.communicate(timeout=job.get("timeout", NOTEBOOK_TIMEOUT))
+            stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)  # the kernel too: it is in the same session
             proc.communicate()
-            return {**row, "status": f"failed: grading took longer than {job.get('timeout', NOTEBOOK_TIMEOUT)} s"}
+            return {**row, "status": f"failed: grading took longer than {timeout} s (an endless loop that ignores interrupts?)"}
         lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
         if proc.returncode != 0 or not lines:
             tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
             return {**row, "status": f"failed: the grader crashed ({tail[0][:160]})"}
         result = json.loads(lines[-1])
         row["status"] = result["status"]
+        if job.get("note") and result["status"] == "graded":
+            row["status"] = f"graded ({job['note']})"
         if result["status"] == "graded":
             row["cells"] = {k: v[0] for k, v in result["cells"].items()}
             for kind in ("autograded", "feedback"):
@@ -214,38 +258,123 @@ def find_submissions(submitted, students=None, only_lessons=None):
         for lesson in all_lessons:
             job = {"student": sdir.name, "lesson": lesson}
             expected = sdir / lesson / f"{lesson}.ipynb"
-            if expected.exists():
+            found = sorted((sdir / lesson).glob("*.ipynb")) if (sdir / lesson).is_dir() else []
+            if expected.is_file():
                 job["path"] = str(expected)
+            elif len(found) == 1:  # one notebook under another name: grade it, and say so
+                job["path"] = str(found[0])
+                job["note"] = f"submitted as {found[0].name}, expected {lesson}.ipynb"
             elif (sdir / lesson).is_dir():
-                found = sorted(p.name for p in (sdir / lesson).glob("*.ipynb"))
                 job["status"] = (f"failed: no notebook named {lesson}.ipynb"
-                                 + (f" (found {', '.join(found)})" if found else " (the lesson folder is empty)"))
+                                 + (f" (found {', '.join(p.name for p in found)})" if found else " (the lesson folder is empty)"))
+            if "path" in job:
+                job["raw"] = Path(job["path"]).read_bytes()  # the pristine copy every later step uses
             jobs.append(job)
     return jobs
 
 
-def grade_all(jobs, out, jobs_n=1, progress=True):
+class Integrity:
+    """The files grading relies on, remembered before grading and restored if a submission
+    changes them: the course library (lib/), the autograder's code and configuration, solutions/,
+    every submission, and the start-up hooks of the Python environment (.pth files, sitecustomize)."""
+
+    def __init__(self, submitted, template):
+        self.roots = [ROOT / "lib", ROOT / "solutions", template] + ([Path(submitted)] if submitted else [])
+        self.files = {}
+        for root in self.roots:
+            for path in root.rglob("*"):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    self.files[path] = path.read_bytes()
+        for path in HERE.glob("*.py"):
+            self.files[path] = path.read_bytes()
+        self.stats = {p: self._stat(p) for p in self.files}
+        self.site = self._site_listing()
+
+    @staticmethod
+    def _stat(path):
+        try:
+            st = path.stat()
+            return (st.st_size, st.st_mtime_ns)
+        except OSError:
+            return None
+
+    @staticmethod
+    def _site_listing():
+        import site
+        names = set()
+        for folder in site.getsitepackages() + [site.getusersitepackages()]:
+            if os.path.isdir(folder):
+                names |= {os.path.join(folder, n) for n in os.listdir(folder)}
+        return names
+
+    def check_and_restore(self):
+        """Paths that changed since grading began (now restored); [] when all is intact."""
+        changed = []
+        for path, data in self.files.items():
+            if self._stat(path) != self.stats[path]:
+                if not path.exists() or path.read_bytes() != data:
+                    changed.append(str(path))
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(data)
+                self.stats[path] = self._stat(path)
+        for root in self.roots + [HERE]:
+            pattern = root.rglob("*") if root != HERE else root.glob("*.py")
+            for path in pattern:
+                if path.is_file() and path not in self.files and "__pycache__" not in path.parts:
+                    changed.append(f"{path} (new)")
+                    path.unlink()
+        for extra in self._site_listing() - self.site:
+            changed.append(f"{extra} (new)")
+            shutil.rmtree(extra, ignore_errors=True) if os.path.isdir(extra) else os.remove(extra)
+        return changed
+
+
+def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None):
     """Grade the jobs with up to jobs_n in parallel; returns the rows in job order."""
     out["work"].mkdir(parents=True, exist_ok=True)
     template = prepare_template(out["work"])
     maxima = {lesson: max_points(template, lesson) for lesson in lessons()}
+    facts = {lesson: source_facts(lesson) for lesson in lessons()}
+    for job in jobs:
+        job["facts"] = facts.get(job["lesson"])
+    integrity = Integrity(submitted, template)
     rows = [None] * len(jobs)
     bar = None
     if progress and jobs:
         from tqdm import tqdm
         bar = tqdm(total=len(jobs), desc="grading", unit="notebook", file=sys.stderr)
+
+    def one(i):
+        try:
+            return run_job(jobs[i], template, out)
+        except Exception as exc:  # the driver itself must finish and write every row
+            return {"assignment": jobs[i]["lesson"], "student_id": jobs[i]["student"],
+                    "status": f"failed: {type(exc).__name__}: {exc}"}
+
+    suspects = set()
+    running = set()
     with ThreadPoolExecutor(max_workers=max(1, jobs_n)) as pool:
-        futures = {pool.submit(run_job, job, template, out): i for i, job in enumerate(jobs)}
+        futures = {}
+        for i in range(len(jobs)):
+            futures[pool.submit(lambda k: (running.add(k), one(k))[1], i)] = i
         for future in as_completed(futures):
             i = futures[future]
-            try:
-                rows[i] = future.result()
-            except Exception as exc:  # the driver itself must finish and write every row
-                rows[i] = {"assignment": jobs[i]["lesson"], "student_id": jobs[i]["student"],
-                           "status": f"failed: {type(exc).__name__}: {exc}"}
+            rows[i] = future.result()
+            running.discard(i)
+            if integrity.check_and_restore():  # someone among the jobs in flight changed course files
+                suspects |= {i} | set(running)
             if bar:
                 bar.update(1)
                 bar.set_postfix_str(f"{jobs[i]['student']}/{jobs[i]['lesson']}: {rows[i]['status'][:40]}")
+    # Grade the suspects again one at a time, so the one that changes files is known exactly.
+    for i in sorted(suspects):
+        row = one(i)
+        changed = integrity.check_and_restore()
+        if changed:
+            shown = ", ".join(str(Path(c)) for c in changed[:3])
+            row = {"assignment": jobs[i]["lesson"], "student_id": jobs[i]["student"],
+                   "status": f"tampered: the notebook changed files outside its own folder ({shown}); they were restored"}
+        rows[i] = row
     if bar:
         bar.close()
     for row in rows:
@@ -306,8 +435,9 @@ def print_table(rows, maxima, out):
     for row in rows:
         lesson = row["assignment"]
         head = f"Lesson {lesson}: {_num(row['score'])} / {_num(row['max_score'])} points"
-        if row["status"] != "graded":
-            head += f"  [{row['status']}]"
+        if not row["status"].startswith("graded"):
+            print(f"{head}  [{row['status']}]")
+            continue
         print(head)
         messages = cell_messages(out["autograded"] / row["student_id"] / lesson / f"{lesson}.ipynb")
         for cell, maximum in maxima[lesson].items():
@@ -386,7 +516,7 @@ def main(argv):
         if not jobs:
             print(f"No submissions found under {args.submitted}/<student>/<lesson>/<lesson>.ipynb")
         start = time.time()
-        rows, maxima = grade_all(jobs, out, args.jobs)
+        rows, maxima = grade_all(jobs, out, args.jobs, submitted=args.submitted)
         csv_path = Path(args.out) / "grades.csv"
         write_csv(rows, maxima, csv_path)
         failed = [r for r in rows if r["status"].startswith("failed")]
@@ -412,7 +542,7 @@ def main(argv):
         jobs = find_submissions(staging, None, chosen)
         if not jobs:
             jobs = [{"student": "me", "lesson": l} for l in chosen]
-        rows, maxima = grade_all(jobs, out, 1)
+        rows, maxima = grade_all(jobs, out, 1, submitted=staging)
         write_csv(rows, maxima, Path(args.out) / "grades.csv")
         print_table(rows, maxima, out)
         print(f"\nFeedback pages: {out['feedback'] / 'me'}/<lesson>/<lesson>.html")

@@ -92,9 +92,21 @@ def write_submission(submitted, student, lesson, nb):
     return path
 
 
-def autograde(submitted, out, jobs=2, extra=(), timeout=3000):
+def course_copy(dest):
+    """A private copy of the course's grading side (autograder code, lib/, solutions/, course/):
+    grading runs there, so nothing a test submission does can touch the repository."""
+    import shutil
+    dest = Path(dest)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".work", "submitted", "autograded",
+                                    "feedback", "gradebook.db", "grades.csv", "report.md")
+    for folder in ("autograder", "lib", "solutions", "course"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
+    return dest
+
+
+def autograde(submitted, out, jobs=2, extra=(), timeout=3000, root=ROOT):
     """Run the real grading driver; returns (exit code, rows as dicts keyed by (student, lesson), output)."""
-    proc = subprocess.run([sys.executable, str(ROOT / "autograder" / "grade.py"), "autograde",
+    proc = subprocess.run([sys.executable, str(Path(root) / "autograder" / "grade.py"), "autograde",
                            "--submitted", str(submitted), "--out", str(out), "--jobs", str(jobs), *extra],
                           capture_output=True, text=True, timeout=timeout)
     rows = {}

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from encdec.mistakes import CATALOG
-from nbtools import (COURSE, ROOT, autograde, cell_score, checks_module, graded_cells, inject, lessons,
-                     release, solution, write_submission)
+from nbtools import (COURSE, ROOT, autograde, cell_score, checks_module, course_copy, graded_cells, inject,
+                     lessons, release, solution, write_submission)
 
 pytestmark = [pytest.mark.nbgrader, pytest.mark.slow, pytest.mark.xdist_group("nbgrader")]
 LESSONS = lessons()
@@ -49,7 +49,8 @@ def graded_class(tmp_path_factory):
         write_submission(submitted, "all-wrong", lesson, nb)
         expected[("all-wrong", lesson)] = scores
     write_submission(submitted, "broken", LESSONS[0], "{ this is not a notebook")
-    code, rows, output = autograde(submitted, out, jobs=2)
+    root = course_copy(tmp_path_factory.mktemp("course"))
+    code, rows, output = autograde(submitted, out, jobs=2, root=root)
     return {"code": code, "rows": rows, "output": output, "expected": expected, "out": out}
 
 
@@ -106,7 +107,8 @@ def test_self_learner_table_names_the_misconception(tmp_path):
     (course / lesson).mkdir(parents=True)
     import nbformat
     nbformat.write(inject(release(lesson), first, mistake.impl), str(course / lesson / f"{lesson}.ipynb"))
-    proc = subprocess.run([sys.executable, str(ROOT / "autograder" / "grade.py"), "self", "--course", str(course / ""),
+    root = course_copy(tmp_path / "root")
+    proc = subprocess.run([sys.executable, str(root / "autograder" / "grade.py"), "self", "--course", str(course / ""),
                            "--out", str(tmp_path / "self"), "--lesson", lesson[:2]], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert f"Lesson {lesson}:" in proc.stdout

@@ -2,6 +2,7 @@
 
     python tools/nbbuild.py            # build every authoring/NN_slug.py into solutions/NN_slug/NN_slug.ipynb
     python tools/nbbuild.py --check    # exit 1 if a committed notebook differs from its source
+    python tools/nbbuild.py 05         # only the lessons whose name starts with 05
 
 A source is plain Python with cell markers:
 
@@ -105,6 +106,9 @@ def render(nb):
 
 def main(argv):
     sources = sorted((ROOT / "authoring").glob("[0-9][0-9]_*.py"))
+    only = [a for a in argv if not a.startswith("--")]
+    if only:
+        sources = [s for s in sources if any(s.stem.startswith(o) for o in only)]
     stale = []
     for src in sources:
         text = render(build(src))

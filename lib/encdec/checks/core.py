@@ -55,7 +55,12 @@ def rebind(fn, **replacements):
     if not isinstance(fn, types.FunctionType):
         return fn
     code = fn.__code__
-    names = set(code.co_names) & set(replacements)
+    used, stack = set(), [code]
+    while stack:  # names used by nested helper functions count too (they share these globals)
+        c = stack.pop()
+        used |= set(c.co_names)
+        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+    names = used & set(replacements)
     free = set(code.co_freevars) & set(replacements)
     if not names and not free:
         return fn
@@ -192,7 +197,10 @@ def compare(got, expected, float32=False, names=None):
         return None
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
     where = f" at index {idx}" if idx else ""
-    return (f"values differ{where}: expected {_fmt(exp[idx])}, got {_fmt(arr[idx])} "
+    shown_exp, shown_got = _fmt(exp[idx]), _fmt(arr[idx])
+    if shown_exp == shown_got:  # they agree to 6 digits: show all of them
+        shown_exp, shown_got = repr(float(exp[idx])), repr(float(arr[idx]))
+    return (f"values differ{where}: expected {shown_exp}, got {shown_got} "
             f"({int(np.sum(bad))} of {bad.size} entries differ)")
 
 
@@ -418,6 +426,13 @@ class Checker:
 
     def result(self):
         """Print the report to stdout and return the score (the test cell's value)."""
+        from . import guard
+        changed = guard.violations()
+        if changed:
+            shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+            self.stopped = (f"the code the tests rely on was modified ({shown} replaced), so this check "
+                            "cannot be trusted: no points. Remove the code that changes it and run the notebook again.")
+            self.parts = []
         print(self.report())
         return self.score()
 
