@@ -202,3 +202,57 @@ def matrix(values, ax=None, title=None, xlabel="column", ylabel="row", label="va
         ax.set_title(title)
     ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.02, label=label)
     return ax
+
+
+def beam_tree(nodes, best=(), ax=None, title=None):
+    """A beam search as a tree, one column per step, left to right.
+
+    nodes: list of (node_id, parent_id, step, label, score, state); the root has parent_id None and
+    step 0; state is "kept" (in the beam after its step), "finished" (ended with EOS) or "dropped"
+    (a candidate the beam let go). best: the node ids of the returned hypothesis. Kept hypotheses are
+    orange (the decoder side), finished ones sit in a box, dropped candidates are light grey, and the
+    returned hypothesis is red. Scores (total log-probabilities) are printed under the tokens.
+    """
+    plt = _plt()
+    by_id = {n[0]: n for n in nodes}
+    best = set(best)
+    columns = {}
+    for n in nodes:
+        columns.setdefault(n[2], []).append(n)
+    y = {}
+    for step in sorted(columns):
+        col = sorted(columns[step], key=lambda n: (y.get(n[1], 0.0), -n[4]))
+        for i, n in enumerate(col):
+            y[n[0]] = (len(col) - 1) / 2 - i
+    if ax is None:
+        _, ax = figure(width=1.25 * len(columns) + 1.0, height=0.42 * max(len(c) for c in columns.values()) + 1.2)
+    for node_id, parent, step, label, score, state in nodes:
+        if parent is None:
+            continue
+        on_best = node_id in best and parent in best
+        color = COLORS["highlight"] if on_best else (COLORS["masked"] if state == "dropped" else COLORS["target"])
+        ax.plot([by_id[parent][2], step], [y[parent], y[node_id]], color=color, lw=2.4 if on_best else 1.0,
+                zorder=1)
+    for node_id, parent, step, label, score, state in nodes:
+        if node_id in best:
+            color = COLORS["highlight"]
+        elif state == "dropped":
+            color = "#9A9A9A"
+        else:
+            color = COLORS["target"]
+        box = dict(boxstyle="square,pad=0.25", fc="white", ec=color, lw=1.2) if state == "finished" else \
+            dict(boxstyle="round,pad=0.2", fc="white", ec="none")
+        ax.text(step, y[node_id], label, ha="center", va="center", color=color, fontsize=10,
+                weight="bold" if state != "dropped" else "normal", bbox=box, zorder=3)
+        if parent is not None:
+            ax.text(step, y[node_id] - 0.32, f"{score:.2f}", ha="center", va="center", color=color, fontsize=7,
+                    zorder=3)
+    ax.set_xticks(sorted(columns), [f"step {s}" if s else "start" for s in sorted(columns)])
+    ax.set_yticks([])
+    ax.spines[["left", "bottom"]].set_visible(False)
+    ax.tick_params(axis="x", length=0)
+    ax.set_xlim(-0.5, max(columns) + 0.5)
+    ax.set_ylim(min(y.values()) - 0.7, max(y.values()) + 0.6)
+    if title:
+        ax.set_title(title)
+    return ax
