@@ -171,7 +171,7 @@ def build_optimizer(model, config):
 
 
 def learning_rate(step, config):
-    return warmup_cosine_schedule(step, config.lr, config.warmup, config.steps, config.lr * config.min_lr_ratio)
+    return float(warmup_cosine_schedule(step, config.lr, config.warmup, config.steps, config.lr * config.min_lr_ratio))
 
 
 def global_batch(batches, step, config, procs, device):
@@ -465,7 +465,8 @@ def evaluate_and_report(model, state, config, out, device, started, export=None,
     report = {
         "task": "human-written dates -> ISO 8601 (dates.py); greedy decoding",
         "device": torch.device(device).type, "device_name": device_name(device),
-        "world_size": processes_from_env().world_size, "torch": torch.__version__,
+        "world_size": processes_from_env().world_size, "threads_per_process": torch.get_num_threads(),
+        "torch": torch.__version__,
         "dtype": config.dtype, "bf16_autocast": config.bf16,
         "config": config.to_dict(), "parameters": sum(p.numel() for p in model.parameters()),
         "steps": state["step"], "resumed_from_step": state["resumed_from"],
@@ -535,6 +536,9 @@ def parse_args(argv=None):
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt if it exists")
     p.add_argument("--stop-at", type=int, help="stop after this step, as an interrupted run would")
     p.add_argument("--export", help="also copy the trained weights (.npz, about 1 MB) to this path")
+    p.add_argument("--threads", type=int, default=1,
+                   help="CPU threads per process (default 1: the matrices are small, so more threads gain "
+                        "little, and they slow down badly when other programs share the cores)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p.parse_args(argv)
 
@@ -558,6 +562,9 @@ def main(argv=None):
     except DeviceUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.threads < 1:
+        raise SystemExit(f"error: --threads must be at least 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
     if procs.main:
         print(f"training on {device_name(device)}"
               + (f", {procs.world_size} processes (DDP)" if procs.world_size > 1 else ""), flush=True)
