@@ -221,7 +221,7 @@ def beam_tree(nodes, best=(), ax=None, title=None):
         columns.setdefault(n[2], []).append(n)
     y = {}
     for step in sorted(columns):
-        col = sorted(columns[step], key=lambda n: (y.get(n[1], 0.0), -n[4]))
+        col = sorted(columns[step], key=lambda n: (-y.get(n[1], 0.0), -n[4]))  # under their parents
         for i, n in enumerate(col):
             y[n[0]] = (len(col) - 1) / 2 - i
     if ax is None:
