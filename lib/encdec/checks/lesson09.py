@@ -24,7 +24,7 @@ from ..mistakes import CATALOG
 from ..mistakes import lesson09 as _register  # noqa: F401  (fills the catalog)
 from ..attention import MultiHeadAttention
 from ..model import Seq2Seq
-from .core import Case, Checker, Exercise, compare, diagnose_error, rebind, run_student
+from .core import Case, Checker, Exercise, compare, rebind, run_student
 from .ordering import Ordering, Step
 
 POINTS = {"9.1": 3, "9.2": 3, "9.3": 3, "9.4": 3, "9.5": 2, "9.6": 1}
@@ -216,8 +216,12 @@ def _sampling_diagnosis(c, freqs, error, case, catalog):
     """The diagnosis of the first catalog mistake that draws like the student (or fails alike)."""
     V = len(case.logits)
     tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
-    if error is not None:
-        return c._once(diagnose_error(error, catalog, Case(case.label, (tiled,), dict(case.kwargs, rng=_rng(case.seed)))))
+    if error is not None:  # only a mistake failing with the very same message
+        for m in catalog:
+            _, merr = m.run((tiled,), dict(case.kwargs, rng=_rng(case.seed)))
+            if merr is not None and type(merr) is type(error) and str(merr) == str(error):
+                return c._once(m.diagnosis)
+        return ""
     for m in catalog:
         value, merr = m.run((tiled,), dict(case.kwargs, rng=_rng(case.seed)))
         if merr is not None:
@@ -228,8 +232,20 @@ def _sampling_diagnosis(c, freqs, error, case, catalog):
     return ""
 
 
+def _one_at_a_time(fn, case, forbidden):
+    """N_DRAWS single draws from the (V,) row, for an answer that cannot do a batch of rows."""
+    rng = _rng(case.seed)
+
+    def draws():
+        return np.array([np.asarray(fn(case.logits, rng=rng, **case.kwargs)).item() for _ in range(N_DRAWS)])
+    return run_student(draws, (), {}, forbidden)
+
+
 def _check_sampling(c, label, fn, cases, catalog, forbidden):
-    """One part: for each case, the draws stay in the allowed set and match its probabilities."""
+    """One part: for each case, the draws stay in the allowed set and match its probabilities.
+
+    The draws come from one call on N_DRAWS copies of the row; an answer that cannot take a batch
+    (the shapes part already says so) is asked N_DRAWS times for one draw instead."""
     if c.stopped:
         return False
     for case in cases:
@@ -239,6 +255,10 @@ def _check_sampling(c, label, fn, cases, catalog, forbidden):
         p = decoding.next_token_distribution(case.logits, **case.kwargs)
         tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
         outcome = run_student(fn, (tiled,), dict(case.kwargs, rng=_rng(case.seed)), forbidden)
+        if not outcome.delegated and (outcome.error is not None or _as_ids(outcome.value, V, (N_DRAWS,))[1]):
+            single = _one_at_a_time(fn, case, forbidden)
+            if single.error is None and not _as_ids(single.value, V, (N_DRAWS,))[1]:
+                outcome = single
         c._absorb(outcome, case.label)
         where = f"[{case.label}: {case.describe()}, {N_DRAWS} draws]"
         if outcome.error is not None:
@@ -325,17 +345,23 @@ def _check_shapes_and_seed(c, fn, catalog, forbidden):
                 c._explain_error(out)
                 return c.record("one id per row of logits", False, c.stopped)
             problems.append(f"[logits of shape {logits.shape}] {c._explain_error(out)}")
-            break
-        _, problem = _as_ids(out.value, V, shape)
-        if problem:
-            problems.append(f"[logits of shape {logits.shape}] {problem}")
+        else:
+            _, problem = _as_ids(out.value, V, shape)
+            if problem:
+                problems.append(f"[logits of shape {logits.shape}] {problem}")
+        if problems:
+            if shape:
+                problems[0] += ("\n      A batch of rows needs one draw per row: rng.choice takes one 1-D distribution "
+                                "at a time, so loop over the rows, or draw every row at once with the inverse CDF "
+                                "(section 9.3).")
             break
     c.record("one id per row of logits: (V,) gives one id, (B, V) gives (B,), (2, 3, V) gives (2, 3)",
              not problems, problems[0] if problems else "")
-    logits = r.normal(size=(4, 7)) * 3
-    case = Case("temperature=0 on a (4, 7) batch of logits", (logits,), {"temperature": 0.0, "rng": _rng(2)})
+    cases = [Case("temperature=0 on 7 logits", (r.normal(size=7) * 3,), {"temperature": 0.0, "rng": _rng(2)}),
+             Case("temperature=0 on large logits (about 1000)", (r.normal(size=9) * 1e3,),
+                  {"temperature": 0.0, "rng": _rng(4)})]
     c.check_cases("temperature=0 picks the most probable token (no randomness)", fn,
-                  lambda x, temperature, rng: np.argmax(x, axis=-1), [case], catalog=catalog, forbidden=forbidden)
+                  lambda x, temperature, rng: np.argmax(x, axis=-1), cases, catalog=catalog, forbidden=forbidden)
     first = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": _rng(3)}, forbidden)
     again = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": _rng(3)}, forbidden)
     if first.error is None and again.error is None:
