@@ -142,16 +142,16 @@ print(f"one pass: {1000 * t_one:.1f} ms;  {tgt_in.shape[1]} prefix passes: {1000
 
 # %% [demo]
 V, eps = task.vocab_size, 0.1
-y = np.eye(V)[5]
+y = np.eye(V)[3]  # the target is the letter a, id 3
 q = (1 - eps) * y + eps / V
 fig, (left, right) = plotting.figure(1, 2, width=4.2, height=2.8)
-plotting.bars(y, labels=task.vocab, ax=left, highlight=5, title=r"one-hot target $y$ ($\varepsilon = 0$)")
-plotting.bars(q, labels=task.vocab, ax=right, highlight=5,
+plotting.bars(y, labels=task.vocab, ax=left, highlight=3, title=r"one-hot target $y$ ($\varepsilon = 0$)")
+plotting.bars(q, labels=task.vocab, ax=right, highlight=3,
               title=rf"smoothed target $q$ ($\varepsilon = {eps}$), $H(q) = {-np.sum(q * np.log(q)):.3f}$")
 for ax in (left, right):
     ax.tick_params(axis="x", labelrotation=90)
     ax.set_ylim(0, 1.05)
-right.text(0.98, 0.55, f"target token: 1 - ε + ε/V = {q[5]:.3f}\nevery other token: ε/V = {q[0]:.4f}",
+right.text(0.98, 0.6, f"target token: 1 - ε + ε/V = {q[3]:.3f}\nevery other token: ε/V = {q[0]:.4f}",
            transform=right.transAxes, ha="right", fontsize=8)
 plt.show()
 
