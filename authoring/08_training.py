@@ -435,7 +435,7 @@ check_training_step_order(points=1)
 # sequences, with label smoothing 0.1 and the warm-up schedule of 8.5 (50 warm-up steps, factor 0.3).
 # Every 25 steps it is evaluated on 256 held-out sequences it never trains on: teacher-forced loss
 # and token accuracy, and every 50 steps the share of sequences it reverses exactly when it
-# generates on its own (greedy decoding, the subject of Lesson 9). It takes about 15–30 s.
+# generates on its own (greedy decoding, the subject of Lesson 9). It takes 10–30 s, depending on the machine.
 
 # %% [demo]
 task = ReverseTask(n_letters=10, min_len=3, max_len=8)
@@ -539,8 +539,9 @@ ax.set_ylim(0, 1.02)
 plt.show()
 
 # %% [markdown]
-# The fully trained model hardly shows the gap, because it almost never slips. On real tasks it never
-# gets there, and exposure bias is one reason generation is harder than the training loss suggests.
+# The fully trained model hardly shows the gap, because it almost never slips. Real tasks are never
+# learned that perfectly, and there exposure bias is one reason generation goes worse than the training
+# loss suggests.
 # Remedies feed the model its own predictions during training (scheduled sampling) or train on whole
 # generated sequences; the simplest defence, used in Lesson 9, is to search for a better output than
 # the first guess at each step.
