@@ -202,6 +202,29 @@ def greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
     return out[0] if single else out
 
 
+@mistake("greedy_decode", "padded_to_max_len",
+         "the output always has max_len columns, padded after every row has ended. Return only the "
+         "steps that were taken: L is the step at which the last row produced EOS (or max_len).")
+def greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    src = np.asarray(src)
+    single = src.ndim == 1
+    src2 = src[None] if single else src
+    pad = model.config.pad_id
+    H_enc, src_mask = model.encode(src2)
+    tgt_in = np.full((src2.shape[0], 1), bos_id)
+    out = np.full((src2.shape[0], max_len), pad, dtype=np.int64)
+    done = np.zeros(src2.shape[0], dtype=bool)
+    for t in range(max_len):
+        logits = _banned(model.decode(tgt_in, H_enc, src_mask)[:, -1], [pad, bos_id])
+        nxt = np.where(done, pad, np.argmax(logits, axis=-1))
+        out[:, t] = nxt
+        done = done | (nxt == eos_id)
+        if done.all():
+            break
+        tgt_in = np.concatenate([tgt_in, nxt[:, None]], axis=1)
+    return out[0] if single else out
+
+
 # -- Exercise 9.2 sample_next_token ------------------------------------------------------------------------
 def _probs(z):
     z = z - np.max(z, axis=-1, keepdims=True)
@@ -477,6 +500,14 @@ def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):  # 
          "log_softmax: the allowed tokens' probabilities then sum to 1.")
 def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):  # noqa: F811
     return _beam(model, src, bos_id, eos_id, beam_width, max_len, alpha, ban_after=True)
+
+
+@mistake("beam_search", "bos_in_hypotheses",
+         "the returned hypotheses start with <bos>. <bos> is only the decoder's first input: return the "
+         "generated tokens, as greedy decoding does.")
+def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):  # noqa: F811
+    return [(np.concatenate([[bos_id], toks]), score)
+            for toks, score in _beam(model, src, bos_id, eos_id, beam_width, max_len, alpha)]
 
 
 # -- Exercise 9.4 decode_step ------------------------------------------------------------------------------
