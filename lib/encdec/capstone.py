@@ -54,7 +54,7 @@ BF16_TOLERANCE = 0.5  # max |delta logits|, bf16 autocast vs float32 (bf16 keeps
 class TrainConfig:
     """Everything [CONFIG] about a capstone run. DEFAULT reaches >= 99% test exact match."""
 
-    steps: int = 1200
+    steps: int = 800
     batch_size: int = 128  # the global batch, split across processes under DDP
     lr: float = 2e-3  # peak; linear warm-up, then cosine decay to lr * min_lr_ratio
     warmup: int = 100
@@ -70,10 +70,10 @@ class TrainConfig:
     seed: int = 0
     dtype: str = "float32"  # float64 for exact comparisons (the DDP test)
     bf16: bool = False  # bf16 autocast for the forward pass (meant for GPUs)
-    eval_every: int = 300  # validation exact match every this many steps (0: only at the end)
+    eval_every: int = 200  # validation exact match every this many steps (0: only at the end)
     n_valid: int = 500  # validation examples used during training
     n_test: int = dates.N_TEST  # test examples in the final figure
-    checkpoint_every: int = 300
+    checkpoint_every: int = 200
 
     def model_config(self):
         return ModelConfig(vocab_size=dates.VOCAB_SIZE, d_model=self.d_model, n_heads=self.n_heads,
@@ -527,7 +527,7 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default=None, help="cuda, cuda:1, cpu (default: cuda when available, else cpu)")
     p.add_argument("--smoke", action="store_true", help="the small CI configuration (well under a minute)")
-    p.add_argument("--steps", type=int, help="training steps (default 1800; smoke 150)")
+    p.add_argument("--steps", type=int, help="training steps (default 800; smoke 150)")
     p.add_argument("--batch-size", type=int, help="global batch size (default 128; smoke 64)")
     p.add_argument("--seed", type=int, help="seed for the weights, the splits and the batches (default 0)")
     p.add_argument("--dtype", choices=["float32", "float64"], help="training precision (default float32)")
