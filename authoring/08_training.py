@@ -51,7 +51,8 @@ import numpy as np
 import matplotlib.pyplot as plt
 from encdec import plotting
 import encdec as ref  # the course's reference implementation, used by the figures
-from encdec import Adam, Seq2Seq, backward, forward_with_cache, shift_right
+from encdec import Adam, Seq2Seq, shift_right
+from encdec.training import backward, forward_with_cache
 from encdec.toy import BOS, EOS, PAD, ReverseTask
 
 np.set_printoptions(precision=4, suppress=True)

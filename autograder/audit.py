@@ -70,11 +70,15 @@ class _Auditor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _targets(self, node, targets):
+        """Flag `module.attr = ...` and `module.attr[...] = ...`; an index that merely reads a
+        module (`d[np.sqrt(2)] = ...`) is fine."""
         for t in targets:
-            for sub in ast.walk(t):
-                if isinstance(sub, (ast.Attribute, ast.Subscript)) and self.guarded(sub):
-                    self.flag(node, f"modifies {ast.unparse(sub)}")
-                    return
+            for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                e = e.value if isinstance(e, ast.Starred) else e
+                if isinstance(e, (ast.Tuple, ast.List)):
+                    self._targets(node, [e])
+                elif isinstance(e, (ast.Attribute, ast.Subscript)) and self.guarded(e):
+                    self.flag(node, f"modifies {ast.unparse(e)}")
 
     def visit_Assign(self, node):
         self._targets(node, node.targets)

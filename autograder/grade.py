@@ -33,12 +33,9 @@ from pathlib import Path
 
 NOTEBOOK_TIMEOUT = int(os.environ.get("GRADE_TIMEOUT", "600"))  # seconds per notebook, all cells
 
-if "__file__" not in globals():  # run as `python -c <source>` by the driver's own child processes
-    __file__ = os.path.join(os.environ["GRADE_DRIVER_DIR"], "grade.py")
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SOLUTIONS, COURSE = ROOT / "solutions", ROOT / "course"
-DRIVER_SOURCE = Path(__file__).read_text()
 
 # nbgrader runs `alembic` by name: the interpreter's own bin/ must come first on PATH.
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
@@ -50,10 +47,10 @@ def lessons():
 
 
 # -- nbgrader, configured ------------------------------------------------------------------------------
-def load_config(**overrides):
+def load_config(config_dir=HERE, **overrides):
     """nbgrader_config.py plus CourseDirectory overrides (root, directories, db_url)."""
     from traitlets.config.loader import PyFileConfigLoader
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(HERE)).load_config()
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(config_dir)).load_config()
     for key, value in overrides.items():
         setattr(config.CourseDirectory, key, value)
     return config
@@ -66,19 +63,39 @@ def api_for(config):
     return NbGraderAPI(coursedir=coursedir, config=config)
 
 
-def scratch_config(root, release):
-    return load_config(root=str(root), source_directory=str(SOLUTIONS), release_directory=str(release),
+def scratch_config(root, release, course=ROOT):
+    """A course directory of its own for one grading job; `course` holds the solutions/ and
+    autograder/ it uses (a private snapshot of the course when grading)."""
+    course = Path(course)
+    return load_config(course / "autograder", root=str(root), source_directory=str(course / "solutions"),
+                       release_directory=str(release),
                        submitted_directory="submitted", autograded_directory="autograded",
                        feedback_directory="feedback", db_url=f"sqlite:///{root / 'gradebook.db'}")
 
 
-def prepare_template(work):
+def snapshot_course(work):
+    """A private copy of what grading runs: lib/ (the kernels import it), solutions/ and the
+    autograder's code. Submissions can reach only this copy, which is checked and restored
+    after every job; the working tree is never touched, so nobody's edits are undone."""
+    course = work / "course"
+    if course.exists():
+        shutil.rmtree(course)
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    shutil.copytree(ROOT / "lib", course / "lib", ignore=ignore)
+    shutil.copytree(SOLUTIONS, course / "solutions", ignore=ignore)
+    (course / "autograder").mkdir()
+    for path in HERE.glob("*.py"):
+        shutil.copyfile(path, course / "autograder" / path.name)
+    return course
+
+
+def prepare_template(work, course):
     """A gradebook holding every lesson's source cells (what OverwriteCells restores from)."""
     template = work / "template"
     if template.exists():
         shutil.rmtree(template)
     template.mkdir(parents=True)
-    api = api_for(scratch_config(template, template / "release"))
+    api = api_for(scratch_config(template, template / "release", course))
     for lesson in lessons():
         result = api.generate_assignment(lesson, force=True, create=True)
         if not result["success"]:
@@ -145,9 +162,9 @@ def read_grades(root, lesson, student):
 
 
 def grade_one(job):
-    """Runs in a child process: grade one submission in its scratch directory; print a JSON row."""
+    """Runs in a child process: grade one submission in its scratch directory."""
     root, lesson, student = Path(job["root"]), job["lesson"], job["student"]
-    api = api_for(scratch_config(root, Path(job["release"])))
+    api = api_for(scratch_config(root, Path(job["release"]), job["course"]))
     result = api.autograde(lesson, student, force=True, create=True)
     if not result["success"]:
         return {"status": f"failed: {failure_reason((result.get('log') or '') + (result.get('error') or ''))}"}
@@ -163,10 +180,62 @@ def max_points(template, lesson):
         return {c.name: c.max_score for c in nb.grade_cells if c.cell_type == "code"}
 
 
-def child_environment():
-    """The grading child and its kernel import this course root's own lib/ first."""
-    path = os.pathsep.join(p for p in (str(ROOT / "lib"), os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "GRADE_DRIVER_DIR": str(HERE), "PYTHONPATH": path}
+_FORKSERVER = None
+
+
+def forkserver():
+    """Children are forked from a server that imported nbgrader and this file once, when
+    grading began: starting one costs milliseconds, and each runs the driver's code as it was
+    then, whatever a submission later writes to disk."""
+    global _FORKSERVER
+    if _FORKSERVER is None:
+        import multiprocessing
+        _FORKSERVER = multiprocessing.get_context("forkserver")
+        _FORKSERVER.set_forkserver_preload(["nbgrader.apps", "nbgrader.api", "nbgrader.converters"])
+    return _FORKSERVER
+
+
+def _child(spec, conn):
+    os.setsid()  # a session of its own: the kernel it starts dies with it on a timeout
+    lib = str(Path(spec["course"]) / "lib")  # the kernel imports the snapshot's lib/ first
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (lib, os.environ.get("PYTHONPATH", "")) if p)
+    sys.path.insert(0, lib)
+    os.chdir(spec["root"])
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            os.dup2(devnull.fileno(), 2)
+        conn.send(grade_one(spec))
+    except BaseException as exc:
+        conn.send({"status": f"failed: the grader crashed ({type(exc).__name__}: {str(exc)[:160]})"})
+    finally:
+        conn.close()
+
+
+def run_in_child(spec, timeout):
+    """(status or None, result): grade one scratch submission in a forked child, killed after timeout s."""
+    ctx = forkserver()
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(spec, child))
+    proc.start()
+    child.close()
+    if not parent.poll(timeout):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.join()
+        return f"failed: grading took longer than {timeout} s (an endless loop that ignores interrupts?)", None
+    try:
+        result = parent.recv()
+    except EOFError:
+        result = {"status": "failed: the grader crashed (no result)"}
+    proc.join(10)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # anything the notebook left running
+    except (ProcessLookupError, PermissionError):
+        pass
+    return None, result
 
 
 def source_facts(lesson):
@@ -175,7 +244,7 @@ def source_facts(lesson):
     import nbformat
     nb = nbformat.read(str(SOLUTIONS / lesson / f"{lesson}.ipynb"), as_version=4)
     demo = {c.get("id") for c in nb.cells if "demo" in c.get("metadata", {}).get("tags", [])}
-    course_sources = {c.source for c in nb.cells if c.cell_type == "code" and c.get("id") not in demo
+    course_sources = {c.source for c in nb.cells if c.cell_type == "code"
                       and not c.get("metadata", {}).get("nbgrader", {}).get("solution")}
     return {"demo": demo, "sources": course_sources}
 
@@ -213,23 +282,11 @@ def run_job(job, template, out):
         dest = root / "submitted" / student / lesson
         dest.mkdir(parents=True)
         (dest / f"{lesson}.ipynb").write_text(text)
-        spec = json.dumps({"root": str(root), "lesson": lesson, "student": student,
-                           "release": str(template / "release")})
-        # The child runs this file's source as read when grading began, not whatever is on disk now.
-        proc = subprocess.Popen([sys.executable, "-c", DRIVER_SOURCE, "_one", spec], cwd=root,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True, env=child_environment())
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # the kernel too: it is in the same session
-            proc.communicate()
-            return {**row, "status": f"failed: grading took longer than {timeout} s (an endless loop that ignores interrupts?)"}
-        lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
-        if proc.returncode != 0 or not lines:
-            tail = (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
-            return {**row, "status": f"failed: the grader crashed ({tail[0][:160]})"}
-        result = json.loads(lines[-1])
+        spec = {"root": str(root), "lesson": lesson, "student": student, "release": str(template / "release"),
+                "course": str(job["course"])}
+        status, result = run_in_child(spec, timeout)
+        if status:
+            return {**row, "status": status}
         row["status"] = result["status"]
         if job.get("note") and result["status"] == "graded":
             row["status"] = f"graded ({job['note']})"
@@ -275,18 +332,17 @@ def find_submissions(submitted, students=None, only_lessons=None):
 
 class Integrity:
     """The files grading relies on, remembered before grading and restored if a submission
-    changes them: the course library (lib/), the autograder's code and configuration, solutions/,
-    every submission, and the start-up hooks of the Python environment (.pth files, sitecustomize)."""
+    changes them: the snapshot of the course (its lib/, solutions/ and autograder code), the
+    template gradebook, every submission, and the start-up hooks of the Python environment
+    (.pth files, sitecustomize)."""
 
-    def __init__(self, submitted, template):
-        self.roots = [ROOT / "lib", ROOT / "solutions", template] + ([Path(submitted)] if submitted else [])
+    def __init__(self, submitted, template, course):
+        self.roots = [Path(course), template] + ([Path(submitted)] if submitted else [])
         self.files = {}
         for root in self.roots:
             for path in root.rglob("*"):
                 if path.is_file() and "__pycache__" not in path.parts:
                     self.files[path] = path.read_bytes()
-        for path in HERE.glob("*.py"):
-            self.files[path] = path.read_bytes()
         self.stats = {p: self._stat(p) for p in self.files}
         self.site = self._site_listing()
 
@@ -317,9 +373,8 @@ class Integrity:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(data)
                 self.stats[path] = self._stat(path)
-        for root in self.roots + [HERE]:
-            pattern = root.rglob("*") if root != HERE else root.glob("*.py")
-            for path in pattern:
+        for root in self.roots:
+            for path in root.rglob("*"):
                 if path.is_file() and path not in self.files and "__pycache__" not in path.parts:
                     changed.append(f"{path} (new)")
                     path.unlink()
@@ -332,12 +387,14 @@ class Integrity:
 def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None):
     """Grade the jobs with up to jobs_n in parallel; returns the rows in job order."""
     out["work"].mkdir(parents=True, exist_ok=True)
-    template = prepare_template(out["work"])
+    course = snapshot_course(out["work"])
+    template = prepare_template(out["work"], course)
     maxima = {lesson: max_points(template, lesson) for lesson in lessons()}
     facts = {lesson: source_facts(lesson) for lesson in lessons()}
     for job in jobs:
         job["facts"] = facts.get(job["lesson"])
-    integrity = Integrity(submitted, template)
+        job["course"] = course
+    integrity = Integrity(submitted, template, course)
     rows = [None] * len(jobs)
     bar = None
     if progress and jobs:
@@ -345,11 +402,14 @@ def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None):
         bar = tqdm(total=len(jobs), desc="grading", unit="notebook", file=sys.stderr)
 
     def one(i):
+        start = time.perf_counter()
         try:
-            return run_job(jobs[i], template, out)
+            row = run_job(jobs[i], template, out)
         except Exception as exc:  # the driver itself must finish and write every row
-            return {"assignment": jobs[i]["lesson"], "student_id": jobs[i]["student"],
-                    "status": f"failed: {type(exc).__name__}: {exc}"}
+            row = {"assignment": jobs[i]["lesson"], "student_id": jobs[i]["student"],
+                   "status": f"failed: {type(exc).__name__}: {exc}"}
+        row["seconds"] = round(time.perf_counter() - start, 3)
+        return row
 
     suspects = set()
     running = set()
@@ -381,8 +441,8 @@ def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None):
         cells = maxima.get(row["assignment"], {})
         row["max_score"] = sum(cells.values())
         got = row.get("cells", {})
-        row["score"] = round(sum(got.get(k, 0.0) or 0.0 for k in cells), 4) if row["status"] == "graded" else 0.0
-        row["cells"] = {k: (got.get(k, 0.0) or 0.0) if row["status"] == "graded" else 0.0 for k in cells}
+        row["score"] = round(sum(got.get(k, 0.0) or 0.0 for k in cells), 4) if row["status"].startswith("graded") else 0.0
+        row["cells"] = {k: (got.get(k, 0.0) or 0.0) if row["status"].startswith("graded") else 0.0 for k in cells}
     return rows, maxima
 
 
@@ -450,6 +510,69 @@ def print_table(rows, maxima, out):
     print(f"\nTotal: {_num(round(total, 2))} / {_num(maximum)} points")
 
 
+# -- the cohort report ---------------------------------------------------------------------------------
+def misconceptions(notebook_path):
+    """(exercise title, diagnosis) for every misconception the checkers named in a graded notebook."""
+    import nbformat
+    found = []
+    if not Path(notebook_path).exists():
+        return found
+    nb = nbformat.read(str(notebook_path), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+            continue
+        text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+        m = re.search(r"^Exercise ([\d.]+) · (.+?): ", text, re.M)
+        title = f"{m.group(1)} {m.group(2)}" if m else cell.metadata.nbgrader.grade_id
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("Likely cause: ") and line != "Likely cause: the same as above.":
+                found.append((title, line[len("Likely cause: "):]))
+    return found
+
+
+def write_report(rows, maxima, out, path):
+    """autograder/report.md: score distribution per lesson and how often each misconception occurred."""
+    import statistics
+    from collections import Counter
+    lines = [f"# Cohort report", "", f"{time.strftime('%Y-%m-%d %H:%M')} · "
+             f"{len({r['student_id'] for r in rows})} students · {len(rows)} lesson submissions", ""]
+    status = Counter(r["status"].split(":")[0].split(" (")[0] for r in rows)
+    lines.append("Submissions: " + ", ".join(f"{n} {s}" for s, n in sorted(status.items())))
+    lines += ["", "## Scores per lesson", "", "| lesson | graded | mean | median | min | max | distribution (0-20-40-60-80-100 %) |",
+              "|---|---|---|---|---|---|---|"]
+    for lesson in sorted(maxima):
+        graded = [r for r in rows if r["assignment"] == lesson and r["status"].startswith("graded")]
+        maximum = sum(maxima[lesson].values()) or 1
+        scores = [float(r["score"]) for r in graded]
+        if not scores:
+            lines.append(f"| {lesson} | 0 | | | | | |")
+            continue
+        buckets = Counter(min(int(100 * x / maximum) // 20, 4) for x in scores)
+        bars = " ".join(f"{'▁▂▃▄▅▆▇█'[min(7, 8 * buckets[b] // len(scores))]}{buckets[b]}" for b in range(5))
+        lines.append(f"| {lesson} | {len(scores)} | {statistics.mean(scores):.1f} / {maximum:g} | "
+                     f"{statistics.median(scores):g} | {min(scores):g} | {max(scores):g} | {bars} |")
+    lines += ["", "## Misconceptions named by the checkers", "",
+              "How many students' graded notebooks showed each misconception (count, lesson, exercise, diagnosis).", ""]
+    counts = Counter()
+    for r in rows:
+        if r["status"].startswith("graded"):
+            nb = out["autograded"] / r["student_id"] / r["assignment"] / f"{r['assignment']}.ipynb"
+            for title, diagnosis in set(misconceptions(nb)):
+                counts[(r["assignment"], title, diagnosis)] += 1
+    if counts:
+        lines += ["| students | lesson | exercise | misconception |", "|---|---|---|---|"]
+        for (lesson, title, diagnosis), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"| {n} | {lesson} | {title} | {diagnosis.replace('|', '/')} |")
+    else:
+        lines.append("None: no graded notebook showed a known misconception.")
+    problems = [r for r in rows if not r["status"].startswith("graded")]
+    if problems:
+        lines += ["", "## Not graded", "", "| student | lesson | status |", "|---|---|---|"]
+        lines += [f"| {r['student_id']} | {r['assignment']} | {r['status'].replace('|', '/')} |" for r in problems]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
 # -- validate ------------------------------------------------------------------------------------------
 def validate(paths):
     from nbgrader.validator import Validator
@@ -490,20 +613,16 @@ def main(argv):
     p.add_argument("--lesson", action="append")
     p.add_argument("--student", action="append")
     p.add_argument("--submitted", default=str(HERE / "submitted"))
-    p.add_argument("--out", default=str(HERE), help="where autograded/, feedback/ and grades.csv go")
+    p.add_argument("--out", default=str(HERE), help="where autograded/, feedback/, grades.csv and report.md go")
+    p.add_argument("--keep-demos", action="store_true", help="also run the demonstration cells (slower)")
     p = sub.add_parser("self")
     p.add_argument("--lesson", action="append")
     p.add_argument("--course", default=str(COURSE))
     p.add_argument("--out", default=str(ROOT / ".selfgrade"))
     p = sub.add_parser("validate")
     p.add_argument("notebooks", nargs="*")
-    p = sub.add_parser("_one")
-    p.add_argument("spec")
     args = parser.parse_args(argv)
 
-    if args.command == "_one":
-        print(json.dumps(grade_one(json.loads(args.spec))))
-        return 0
     if args.command == "release":
         release(args.lesson)
         return 0
@@ -513,15 +632,20 @@ def main(argv):
     if args.command == "autograde":
         out = outputs(args.out)
         jobs = find_submissions(args.submitted, args.student, args.lesson)
+        for job in jobs:
+            job["keep_demos"] = args.keep_demos
         if not jobs:
             print(f"No submissions found under {args.submitted}/<student>/<lesson>/<lesson>.ipynb")
         start = time.time()
         rows, maxima = grade_all(jobs, out, args.jobs, submitted=args.submitted)
         csv_path = Path(args.out) / "grades.csv"
         write_csv(rows, maxima, csv_path)
-        failed = [r for r in rows if r["status"].startswith("failed")]
+        write_report(rows, maxima, out, Path(args.out) / "report.md")
+        (out["work"] / "timings.json").write_text(json.dumps(
+            [{k: r[k] for k in ("student_id", "assignment", "status", "seconds") if k in r} for r in rows]))
+        failed = [r for r in rows if r["status"].startswith(("failed", "tampered"))]
         print(f"Graded {len(rows) - len(failed)} of {len(rows)} submissions in {time.time() - start:.0f} s; "
-              f"grades in {csv_path}, feedback in {out['feedback']}")
+              f"grades in {csv_path}, cohort report in {Path(args.out) / 'report.md'}, feedback in {out['feedback']}")
         for r in failed:
             print(f"  {r['student_id']}/{r['assignment']}: {r['status']}")
         return 1 if failed else 0

@@ -47,3 +47,11 @@ def small_model_session():
                            n_encoder_layers=2, n_decoder_layers=2, pad_id=0, rng=7)
     randomize(model.parameters(), np.random.default_rng(99))
     return model
+
+
+@pytest.fixture(scope="session")
+def graded_class(tmp_path_factory):
+    """The fixture class (tests/grading_class.py), graded once through the real driver."""
+    from grading_class import build_and_grade
+    return build_and_grade(tmp_path_factory)
+

@@ -16,8 +16,12 @@ SOLUTIONS, COURSE = ROOT / "solutions", ROOT / "course"
 
 
 def lessons():
+    """Every lesson in solutions/ (COURSE_LESSONS=01,02 narrows it, e.g. while one is being written)."""
+    import os
+    only = [x for x in os.environ.get("COURSE_LESSONS", "").split(",") if x]
     return sorted(p.name for p in SOLUTIONS.iterdir()
-                  if p.is_dir() and re.fullmatch(r"\d\d_\w+", p.name) and (p / f"{p.name}.ipynb").exists())
+                  if p.is_dir() and re.fullmatch(r"\d\d_\w+", p.name) and (p / f"{p.name}.ipynb").exists()
+                  and (not only or p.name[:2] in only))
 
 
 def read(path):
@@ -104,11 +108,12 @@ def course_copy(dest):
     return dest
 
 
-def autograde(submitted, out, jobs=2, extra=(), timeout=3000, root=ROOT):
+def autograde(submitted, out, jobs=2, extra=(), timeout=3000, root=ROOT, env=None):
     """Run the real grading driver; returns (exit code, rows as dicts keyed by (student, lesson), output)."""
+    import os
     proc = subprocess.run([sys.executable, str(Path(root) / "autograder" / "grade.py"), "autograde",
                            "--submitted", str(submitted), "--out", str(out), "--jobs", str(jobs), *extra],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
     rows = {}
     csv_path = Path(out) / "grades.csv"
     if csv_path.exists():

@@ -126,7 +126,7 @@ def test_whole_model_gradients_match_torch_autograd(small_model, batch):
     logits, cache = encdec.forward_with_cache(small_model, src, tgt_in)
     np.testing.assert_array_equal(logits, small_model(src, tgt_in))
     loss, dlogits = softmax_cross_entropy(logits, tgt, pad_id=0, label_smoothing=0.1)
-    grads = encdec.backward(small_model, dlogits, cache)
+    grads = encdec.model_backward(small_model, dlogits, cache)
     twin = tm.from_numpy(small_model)
     ref = F.cross_entropy(twin(t(src), t(tgt_in)).reshape(-1, 17), t(tgt).reshape(-1), ignore_index=0, label_smoothing=0.1)
     ref.backward()
@@ -140,7 +140,7 @@ def test_whole_model_gradient_spot_checks_by_finite_differences(small_model, bat
     src, tgt = batch
     tgt_in = encdec.shift_right(tgt, 1)
     logits, cache = encdec.forward_with_cache(small_model, src, tgt_in)
-    grads = encdec.backward(small_model, softmax_cross_entropy(logits, tgt, pad_id=0)[1], cache)
+    grads = encdec.model_backward(small_model, softmax_cross_entropy(logits, tgt, pad_id=0)[1], cache)
     params = small_model.parameters()
 
     def loss():
@@ -156,3 +156,10 @@ def test_gradient_check_flags_a_wrong_gradient(rng):
     assert encdec.gradient_check(lambda: np.sum(x**2), x, good) < 1e-8
     assert encdec.gradient_check(lambda: np.sum(x**2), x, -good) > 0.5
     assert encdec.gradient_check(lambda: np.sum(x**2), x, good / 3) > 0.1
+
+
+def test_encdec_backward_is_the_module_of_backward_passes():
+    import types
+    assert isinstance(encdec.backward, types.ModuleType)
+    assert encdec.backward.softmax_backward is encdec.softmax_backward
+    assert encdec.model_backward is encdec.training.backward

@@ -25,10 +25,19 @@ def variants(module):
         return {}
 
 
-EXERCISES = [(m, ex) for m in lesson_modules() for ex in m.EXERCISES]
-ORDERINGS = [o for m in lesson_modules() for o in getattr(m, "ORDERINGS", [])]
-MISTAKES = [(m, ex, mk) for m, ex in EXERCISES for mk in CATALOG[ex.name]]
-ALTERNATIVES = [(m, ex, alt) for m, ex in EXERCISES for alt in variants(m).get(ex.name, [])]
+def lesson_mark(module):
+    """pytest -m lesson05 selects lesson 05's proofs."""
+    return getattr(pytest.mark, module.__name__.rsplit(".", 1)[1])
+
+
+EXERCISES = [pytest.param(m, ex, marks=lesson_mark(m), id=f"{ex.number}-{ex.name}")
+             for m in lesson_modules() for ex in m.EXERCISES]
+ORDERINGS = [pytest.param(o, marks=lesson_mark(m), id=o.exercise)
+             for m in lesson_modules() for o in getattr(m, "ORDERINGS", [])]
+MISTAKES = [pytest.param(p.values[0], p.values[1], mk, marks=p.marks, id=f"{p.values[1].number}-{mk.key}")
+            for p in EXERCISES for mk in CATALOG[p.values[1].name]]
+ALTERNATIVES = [pytest.param(p.values[0], p.values[1], alt, marks=p.marks, id=f"{p.values[1].number}-{i}")
+                for p in EXERCISES for i, alt in enumerate(variants(p.values[0]).get(p.values[1].name, []))]
 
 
 def run(checker, *args, **kwargs):
@@ -42,15 +51,14 @@ def ident(x):
     return getattr(x, "key", None) or getattr(x, "name", None) or getattr(x, "number", None) or getattr(x, "__name__", str(x))
 
 
-@pytest.mark.parametrize("module,exercise", EXERCISES, ids=[f"{e.number}-{e.name}" for _, e in EXERCISES])
+@pytest.mark.parametrize("module,exercise", EXERCISES)
 def test_every_exercise_has_at_least_three_catalogued_mistakes_and_one_alternative(module, exercise):
     assert len(CATALOG[exercise.name]) >= 3
     assert variants(module).get(exercise.name), f"no correct variant for {exercise.name} in tests/variants"
 
 
 @pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
-@pytest.mark.parametrize("module,exercise,mistake", MISTAKES,
-                         ids=[f"{e.number}-{mk.key}" for _, e, mk in MISTAKES])
+@pytest.mark.parametrize("module,exercise,mistake", MISTAKES)
 def test_mistake_is_rejected_with_its_own_diagnosis(module, exercise, mistake, hidden, capsys):
     score, text = run(exercise.checker, exercise.answer_from(mistake.impl), points=exercise.points, hidden=hidden)
     assert score < exercise.points, f"{mistake.key} earned full marks:\n{text}"
@@ -59,19 +67,18 @@ def test_mistake_is_rejected_with_its_own_diagnosis(module, exercise, mistake, h
 
 
 @pytest.mark.parametrize("hidden", [False, True], ids=["visible", "hidden"])
-@pytest.mark.parametrize("module,exercise,alt", ALTERNATIVES,
-                         ids=[f"{e.number}-{i}" for i, (_, e, _) in enumerate(ALTERNATIVES)])
+@pytest.mark.parametrize("module,exercise,alt", ALTERNATIVES)
 def test_correct_variant_gets_full_marks(module, exercise, alt, hidden, capsys):
     answer = exercise.answer_from(alt)
     if exercise.method is None:  # an alternative may call other exercises by their notebook names
-        alt.__globals__.update({e.name: e.reference for _, e in EXERCISES
+        alt.__globals__.update({e.name: e.reference for e in (p.values[1] for p in EXERCISES)
                                 if e.name != exercise.name and e.method is None})
     score, text = run(exercise.checker, answer, points=exercise.points, hidden=hidden)
     assert score == exercise.points, text
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("module,exercise", EXERCISES, ids=[f"{e.number}-{e.name}" for _, e in EXERCISES])
+@pytest.mark.parametrize("module,exercise", EXERCISES)
 def test_calling_the_reference_is_refused(module, exercise):
     if exercise.method is None:
         reference = exercise.reference
@@ -85,7 +92,7 @@ def test_calling_the_reference_is_refused(module, exercise):
     assert "the very function this exercise asks you to write" in text
 
 
-@pytest.mark.parametrize("ordering", ORDERINGS, ids=[o.exercise for o in ORDERINGS])
+@pytest.mark.parametrize("ordering", ORDERINGS)
 def test_ordering_accepts_the_right_order_and_names_each_swapped_pair(ordering):
     score, text = run(ordering.check, ordering.answer, points=1)
     assert score == 1, text

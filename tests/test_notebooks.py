@@ -23,7 +23,7 @@ def test_solutions_are_built_from_authoring_sources():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.xdist_group("nbgrader")
+
 def test_committed_course_equals_a_fresh_release(tmp_path):
     """course/ is exactly what `make release` generates from solutions/."""
     sys.path.insert(0, str(ROOT / "autograder"))

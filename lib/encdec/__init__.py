@@ -44,6 +44,9 @@ from .layers import (
 from .loss import log_softmax, softmax_cross_entropy, token_accuracy
 from .model import ModelConfig, Seq2Seq, parameter_count, shift_right
 from .optim import Adam, adam_update, clip_grad_norm, warmup_cosine_schedule, warmup_schedule
-from .training import backward, forward_with_cache, train_step
+# `encdec.backward` stays the module of Lesson 7's backward passes; the whole model's backward
+# pass is `encdec.training.backward`, also exported as `encdec.model_backward`.
+from .training import backward as model_backward
+from .training import forward_with_cache, train_step
 
 __version__ = "0.1.0"

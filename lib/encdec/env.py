@@ -1,6 +1,7 @@
-"""The first cell of every lesson: is everything the course needs importable?"""
+"""The first cell of every lesson: is everything the course needs installed?"""
 
-import importlib
+import importlib.metadata
+import importlib.util
 import sys
 
 PACKAGES = ["numpy", "matplotlib", "ipywidgets", "torch", "encdec"]
@@ -9,16 +10,17 @@ HINT = ("From the repository root run `make lab`: it installs everything into .v
 
 
 def check_environment(packages=PACKAGES):
-    """Print [OK] or [FAIL] per package; returns True when everything is there."""
+    """Print [OK] or [FAIL] per package (found and its version, without importing it); True when all are there."""
     ok = sys.version_info >= (3, 11)
     print(f"[{'OK' if ok else 'FAIL'}] Python {sys.version.split()[0]}" + ("" if ok else " (3.11+ needed)"))
     for name in packages:
         try:
-            module = importlib.import_module(name)
-            print(f"[OK] {name} {getattr(module, '__version__', '')}")
-        except Exception as exc:  # an install can be broken in many ways; report, do not crash
-            ok = False
-            print(f"[FAIL] {name}: {type(exc).__name__}: {exc}")
+            found = importlib.util.find_spec(name) is not None
+            version = importlib.metadata.version(name) if found else ""
+        except Exception as exc:  # a broken install can fail in many ways; report, never crash
+            found, version = False, f"{type(exc).__name__}: {exc}"
+        print(f"[{'OK' if found else 'FAIL'}] {name} {version}" + ("" if found else " is not installed"))
+        ok = ok and found
     if not ok:
         print(HINT)
     return ok

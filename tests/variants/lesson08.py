@@ -1,7 +1,7 @@
 """Correct implementations of lesson 08's exercises that differ from the reference."""
 import numpy as np
 
-from encdec import backward, forward_with_cache
+from encdec.training import backward, forward_with_cache
 
 ALTERNATIVES = {}
 

@@ -95,7 +95,8 @@ def _student_traceback(exc):
     """The last frame of the traceback that is the student's code (not numpy, not encdec)."""
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f for f in frames if "encdec" not in f.filename and "site-packages" not in f.filename
-            and "/lib/python" not in f.filename]
+            and "/lib/python" not in f.filename and not f.filename.endswith((".pyx", ".pxd"))
+            and (f.filename.endswith(".py") or f.filename.startswith("<"))]
     where = ""
     if mine:
         f = mine[-1]
@@ -489,13 +490,9 @@ def diagnose(got, catalog, case, float32=False, postprocess=None):
 
 
 def diagnose_error(exc, catalog, case):
-    """A mistake that fails on this input with the same error as the student's (the same
-    message, or else the only mistake failing with that type of error)."""
-    same_type = []
+    """A mistake that fails on this input with exactly the student's error (type and message)."""
     for m in catalog:
         _, error = m.run(_copy(case.args), _copy(case.kwargs))
-        if error is not None and type(error) is type(exc):
-            if str(error) == str(exc):
-                return m.diagnosis
-            same_type.append(m)
-    return same_type[0].diagnosis if len(same_type) == 1 else ""
+        if error is not None and type(error) is type(exc) and str(error) == str(exc):
+            return m.diagnosis
+    return ""
