@@ -107,3 +107,9 @@ def test_ordering_accepts_the_right_order_and_names_each_swapped_pair(ordering):
                       (right[:-1], f"it has {len(right) - 1} entries")):
         score, text = run(ordering.check, bad, points=1)
         assert score == 0 and says in text, text
+
+
+def test_exercise_names_are_unique_across_the_course():
+    """The catalog is keyed by the exercise's name, so two lessons must never share one."""
+    names = [p.values[1].name for p in EXERCISES]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
