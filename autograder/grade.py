@@ -500,11 +500,12 @@ def print_table(rows, maxima, out):
             continue
         print(head)
         messages = cell_messages(out["autograded"] / row["student_id"] / lesson / f"{lesson}.ipynb")
+        width = max(len(messages.get(c, (c, ""))[0] or c) for c in maxima[lesson])
         for cell, maximum in maxima[lesson].items():
             title, message = messages.get(cell, (cell, ""))
             got = row["cells"].get(cell, 0.0)
             mark = "✓" if got == maximum else "✗"
-            print(f"  {mark} {title or cell:<48} {_num(got):>5} / {_num(maximum):<3}"
+            print(f"  {mark} {title or cell:<{width}} {_num(got):>5} / {_num(maximum):<3}"
                   + (f"  {message}" if got < maximum and message else ""))
     total, maximum = sum(r["score"] for r in rows), sum(r["max_score"] for r in rows)
     print(f"\nTotal: {_num(round(total, 2))} / {_num(maximum)} points")
