@@ -37,8 +37,12 @@ def reference_transformer(config):
     """torch.nn.Transformer with the capstone's size, wrapped like the capstone model."""
     import torch
     import torch.nn as nn
+    import torch.nn.functional as F
 
     from encdec import sinusoidal_positions
+
+    def gelu_tanh(x):  # the capstone model's activation, so that only the implementations differ
+        return F.gelu(x, approximate="tanh")
 
     class Reference(nn.Module):
         def __init__(self):
@@ -48,7 +52,7 @@ def reference_transformer(config):
             self.embedding = nn.Parameter(torch.randn(c.vocab_size, c.d_model) / math.sqrt(c.d_model))
             self.transformer = nn.Transformer(
                 c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff, dropout=0.0,
-                activation="gelu", batch_first=True, norm_first=True)
+                activation=gelu_tanh, batch_first=True, norm_first=True)
             self.register_buffer("positions", torch.from_numpy(sinusoidal_positions(512, c.d_model)).float())
 
         def embed(self, tokens):

@@ -161,6 +161,19 @@ def test_bf16_autocast_has_its_own_figure_and_tolerance(random_twin, one_thread)
     assert 0.0 <= result["greedy_agreement"] <= 1.0
 
 
+def test_rms_norm_closed_form_backward_equals_autograd_of_the_plain_formula():
+    r = torch.Generator().manual_seed(0)
+    x = (torch.randn(2, 3, 8, generator=r, dtype=torch.float64) * 3).requires_grad_()
+    gamma = (torch.rand(8, generator=r, dtype=torch.float64) + 0.5).requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b: tm.RMSNormFunction.apply(a, b, 1e-6), (x, gamma))
+    g = torch.randn(2, 3, 8, generator=r, dtype=torch.float64)
+    plain = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * gamma
+    expected = torch.autograd.grad(plain, (x, gamma), g)
+    got = torch.autograd.grad(tm.RMSNormFunction.apply(x, gamma, 1e-6), (x, gamma), g)
+    for e, o in zip(expected, got):
+        torch.testing.assert_close(o, e, rtol=1e-12, atol=1e-12)
+
+
 def test_shipped_checkpoint_is_trained_and_numpy_agrees_with_it(one_thread):
     model, meta = capstone.load_weights()
     assert capstone.PRETRAINED.stat().st_size < 3_000_000
