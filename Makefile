@@ -52,9 +52,11 @@ test: $(STAMP)
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -p no:xdist tests/browser $(PYTEST_ARGS)
 
-# Lessons are written as percent-format sources in authoring/ and built into solutions/.
+# Lessons are written as percent-format sources in authoring/ and built into solutions/;
+# the diagrams they embed are drawn into solutions/figures/ by the plotting module.
 notebooks: $(STAMP)
 	$(BIN)/python tools/nbbuild.py
+	$(BIN)/python tools/figures.py
 
 # course/ is generated from solutions/ by nbgrader (generate_assignment), never edited by hand.
 release: notebooks

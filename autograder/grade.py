@@ -105,7 +105,7 @@ def prepare_template(work, course):
 
 # -- release ---------------------------------------------------------------------------------------------
 def release(only=None):
-    """Regenerate course/ from solutions/: every lesson, plus the shared Markdown pages."""
+    """Regenerate course/ from solutions/: every lesson, plus the shared Markdown pages and figures."""
     api = api_for(load_config())
     for lesson in lessons():
         if only and not lesson.startswith(only):
@@ -118,6 +118,10 @@ def release(only=None):
     for page in sorted(SOLUTIONS.glob("*.md")):
         shutil.copyfile(page, COURSE / page.name)
         print(f"copied course/{page.name}")
+    if (SOLUTIONS / "figures").is_dir():  # the diagrams the lessons embed (tools/figures.py draws them)
+        shutil.rmtree(COURSE / "figures", ignore_errors=True)
+        shutil.copytree(SOLUTIONS / "figures", COURSE / "figures")
+        print("copied course/figures/")
 
 
 # -- grading one submission ------------------------------------------------------------------------------

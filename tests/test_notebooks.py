@@ -23,6 +23,11 @@ def test_solutions_are_built_from_authoring_sources():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_figures_are_drawn_by_the_plotting_module():
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "figures.py"), "--check"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 
 def test_committed_course_equals_a_fresh_release(tmp_path):
     """course/ is exactly what `make release` generates from solutions/."""
@@ -37,7 +42,10 @@ def test_committed_course_equals_a_fresh_release(tmp_path):
         assert fresh == committed, f"course/{lesson} is stale: run `make release`"
     for page in SOLUTIONS.glob("*.md"):
         assert (COURSE / page.name).read_text() == page.read_text(), f"course/{page.name} is stale: run `make release`"
-    released = sorted(p.name for p in COURSE.iterdir() if p.is_dir())
+    figures = {p.name: p.read_bytes() for p in (SOLUTIONS / "figures").glob("*.svg")}
+    assert figures and figures == {p.name: p.read_bytes() for p in (COURSE / "figures").glob("*.svg")}, \
+        "course/figures differs from solutions/figures: run `make release`"
+    released = sorted(p.name for p in COURSE.iterdir() if p.is_dir() and p.name != "figures")
     assert released == LESSONS, "course/ holds a lesson that solutions/ does not (or misses one)"
 
 

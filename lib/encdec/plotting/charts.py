@@ -1,48 +1,11 @@
-"""The course's one plotting helper. Every figure follows course/FIGURE_KEY.md:
-
-colour    = role: source/encoder blue, target/decoder orange, cross-attention purple,
-            reference grey, the point of the figure red;
-line      = solid: measured or yours; dashed: reference or theory; dotted: a threshold;
-marker    = circle: train, square: validation, triangle: test;
-heatmaps  = rows are queries (who asks), columns are keys (who is looked at); each row sums to
-            1; hidden (masked) cells are drawn grey and hatched.
+"""Charts of measured data: attention heatmaps, histograms, bars, curves, alignment arrows,
+signed matrices and beam-search trees. Every chart follows course/FIGURE_KEY.md through
+encdec.plotting.style.
 """
 
 import numpy as np
 
-COLORS = {
-    "source": "#2E6FBA",     # encoder side: source tokens, encoder states, keys/values from the encoder
-    "target": "#E07B1F",     # decoder side: target tokens, decoder states, queries
-    "cross": "#7B4FB0",      # cross-attention: links from the decoder to the encoder
-    "reference": "#6B6B6B",  # expected values, theory, the reference implementation
-    "highlight": "#C62828",  # what the figure is about
-    "masked": "#D9D9D9",     # hidden by a mask
-}
-CMAPS = {"encoder": "Blues", "decoder": "Oranges", "cross": "Purples"}
-LINES = {"measured": "-", "reference": "--", "threshold": ":"}
-MARKERS = {"train": "o", "validation": "s", "test": "^"}
-
-
-def shades(n):
-    """n colours from light to dark red: several settings of one quantity (d_k = 4, 64, 512)."""
-    import matplotlib
-    cmap = matplotlib.colormaps["Reds"]
-    return [cmap(x) for x in np.linspace(0.45, 0.95, n)] if n > 1 else [COLORS["highlight"]]
-
-
-def _plt():
-    import matplotlib.pyplot as plt
-    return plt
-
-
-def figure(nrows=1, ncols=1, width=4.2, height=3.4, **kwargs):
-    """A figure with the course style; returns (fig, axes) with axes squeezed like plt.subplots."""
-    plt = _plt()
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
-                             constrained_layout=True, **kwargs)
-    for ax in np.atleast_1d(axes).ravel():
-        ax.spines[["top", "right"]].set_visible(False)
-    return fig, axes
+from .style import CMAPS, COLORS, LINES, MARKERS, _plt, figure, shades
 
 
 def heatmap(weights, rows=None, cols=None, kind="encoder", ax=None, title=None, annotate=False,
