@@ -3,6 +3,10 @@
 #
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 1 of 10*
 #
+# ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, scaled dot-product attention inside the three attention boxes (encoder self-attention, decoder masked self-attention, cross-attention) and the sinusoidal position encodings, outlined in red and the rest faded](../figures/course_map_01.svg)
+#
+# *The course map. In red: the three attention boxes, each built on the scaled dot-product attention you write today, and the sinusoidal position encodings. The [figure key](../FIGURE_KEY.md) explains the shapes.*
+#
 # Every later lesson — the encoder, the causal decoder, cross-attention, the whole translator — is
 # built from the one operation you write today: **scaled dot-product attention**.
 #
@@ -21,9 +25,10 @@
 # name of the misconception. The number it ends with is your score for that exercise. When your
 # work is graded (`make grade`), the same tests run again with extra hidden cases.
 #
-# Tags used throughout the course: **[LEARNED]** a parameter training changes, **[CONFIG]** a
-# choice made before training, **[STATE]** something computed while the model runs. Figures follow
-# the course's [figure key](../FIGURE_KEY.md). Appendices: [A — formulas](../APPENDIX_A_formulas.md),
+# Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
+# same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.
+# The [figure key](../FIGURE_KEY.md) gives the rule with examples, and what every colour and shape means.
+# Appendices: [A — formulas](../APPENDIX_A_formulas.md),
 # [B — architecture comparison](../APPENDIX_B_architectures.md), [C — acronyms](../APPENDIX_C_acronyms.md).
 
 # %% [setup] setup
@@ -53,7 +58,8 @@ np.set_printoptions(precision=4, suppress=True)
 # $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}} + M\Big)\, V .$$
 #
 # The scores $QK^\top$ form an $m \times n$ matrix: row $i$ says how well query $i$ matches each key.
-# $M$ is an additive **mask** [CONFIG]: $0$ where a key may be seen, $-\infty$ where it is hidden.
+# $M$ is an additive **mask** [STATE], built for the input at hand by a masking rule [CONFIG] such
+# as "hide the future" or "hide every pad": $0$ where a key may be seen, $-\infty$ where it is hidden.
 # In self-attention $m = n$ (a sequence looks at itself); in the decoder's cross-attention of
 # Lesson 4, $m$ target positions look at $n$ source positions and the matrix is rectangular.
 # The weights and the output are [STATE]: computed afresh for every input.
@@ -62,6 +68,21 @@ np.set_printoptions(precision=4, suppress=True)
 # `(m, d_k)`, `(B, m, d_k)` or `(B, h, m, d_k)`. NumPy's `@` multiplies the last two axes and
 # broadcasts the rest, so one implementation serves them all — as long as you transpose only the
 # last two axes of $K$.
+
+# %% [markdown]
+# **Self-check 1.1 — explain why.** One could also hide keys *after* the softmax, by multiplying the
+# weights by 0 where a key is hidden and by 1 elsewhere. Why does attention instead add $-\infty$ to the
+# scores *before* the softmax?
+#
+# <details><summary>Answer</summary>
+#
+# Multiplying after the softmax zeroes the hidden weights but leaves the others as they were, so the
+# row no longer sums to 1. For scores $[1, 2, 3]$ with the last key hidden, the softmax gives
+# $[0.090, 0.245, 0.665]$ and the product $[0.090, 0.245, 0]$, which sums to 0.335. Adding $-\infty$
+# first makes $e^{-\infty} = 0$ part of the normalisation: the softmax of $[1, 2, -\infty]$ is
+# $[0.269, 0.731, 0]$, a proper distribution over the visible keys.
+#
+# </details>
 
 # %% [markdown]
 # ## 1.2 Softmax, stably
@@ -74,9 +95,29 @@ np.set_printoptions(precision=4, suppress=True)
 # $$\frac{e^{x_j - c}}{\sum_k e^{x_k - c}} = \frac{e^{-c}\,e^{x_j}}{e^{-c}\sum_k e^{x_k}} = \operatorname{softmax}(x)_j ,$$
 #
 # so subtract $c = \max_k x_k$: the largest exponent becomes $e^0 = 1$, nothing overflows, and
-# the sum is at least 1, so nothing divides by zero. The maximum must be taken **along the same
-# axis** as the sum — each row of scores is its own distribution.
+# the sum is at least 1, so nothing divides by zero. This needs a finite maximum: if every entry of
+# a row is $-\infty$ (a query whose keys are all hidden), then $x - \max x$ is $-\infty - (-\infty) =$
+# `nan`, and the whole row is `nan`. The course's reference `encdec.softmax` treats that case apart
+# and returns a row of zeros. The tests never give your softmax such a row.
 #
+# The maximum should be taken **along the same axis** as the sum. Any constant cancels
+# algebraically, but a row that lies far below a global maximum underflows to all zeros, and $0/0$ is
+# `nan`.
+
+# %% [markdown]
+# **Self-check 1.2 — explain why.** Every score in a row gets $+100$. What happens to the softmax
+# weights of that row? What if every score is doubled instead?
+#
+# <details><summary>Answer</summary>
+#
+# Adding 100 changes nothing: it is the constant $c$ of the derivation above, which cancels. Scores
+# $[1, 2, 3]$ and $[101, 102, 103]$ both give $[0.090, 0.245, 0.665]$. Doubling is not a shift: it
+# spreads the scores further apart and sharpens the distribution, $[2, 4, 6]$ gives
+# $[0.016, 0.117, 0.867]$. This is why the *scale* of the scores matters (§1.4) while shifts do not.
+#
+# </details>
+
+# %% [markdown]
 # ### Exercise 1.1 — `softmax(x, axis=-1)` (3 points)
 #
 # Write a stable softmax along `axis`. Use `keepdims=True` so the row maxima and sums broadcast
@@ -119,7 +160,32 @@ check_softmax(points=3, hidden=hidden)
 # | mask | $S + M$ ($M$ broadcasts to `(..., m, n)`) | `(..., m, n)` |
 # | weights | $A = \operatorname{softmax}(S + M)$ along the **key** axis (the last) | `(..., m, n)`, rows sum to 1 |
 # | output | $A V$ | `(..., m, d_v)` |
+
+# %% [markdown]
+# **Self-check 1.3 — predict, then run.** A batch of keys `K` has shape `(2, 5, 4)` ($B = 2$, $n = 5$,
+# $d_k = 4$) and the queries `Q` have shape `(2, 3, 4)`. What is the shape of `K.T`, and what does
+# `Q @ K.T` do? What should the scores' shape be?
 #
+# <details><summary>Answer</summary>
+#
+# `K.T` reverses *all* the axes: `(4, 5, 2)`, not `(2, 4, 5)`. `Q @ K.T` then multiplies `(3, 4)` by
+# `(5, 2)` and raises a `ValueError`: the inner sizes, 4 and 5, do not match. Had the sizes happened
+# to fit, for example with $B = n = d_k$, it would have silently computed nonsense.
+# `np.swapaxes(K, -1, -2)` swaps only the last two axes, `(2, 4, 5)`, and the scores come out
+# `(2, 3, 5)`: $B \times m \times n$.
+#
+# </details>
+
+# %%
+Q, K = np.zeros((2, 3, 4)), np.zeros((2, 5, 4))
+print("K.T:", K.T.shape, "   np.swapaxes(K, -1, -2):", np.swapaxes(K, -1, -2).shape)
+try:
+    Q @ K.T
+except ValueError as err:
+    print("Q @ K.T raises ValueError:", str(err).split("(")[-1].rstrip(")"))
+print("Q @ np.swapaxes(K, -1, -2):", (Q @ np.swapaxes(K, -1, -2)).shape)
+
+# %% [markdown]
 # Three details trip people up:
 #
 # * **Transpose only the last two axes of $K$.** For a batched `K` of shape `(B, n, d_k)`,
@@ -178,8 +244,9 @@ print("row sums:", weights.sum(axis=-1))
 # %% [markdown]
 # ## 1.4 Why divide by $\sqrt{d_k}$?
 #
-# Take a query and a key whose $d_k$ components are independent with mean 0 and variance 1. Their dot
-# product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ is a sum of $d_k$ independent terms of variance 1, so
+# Take a query and a key whose $2d_k$ components are all independent, each with mean 0 and
+# variance 1. Their dot product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ is a sum of $d_k$ independent
+# terms of variance 1, so
 #
 # $$\operatorname{Var}(q \cdot k) = d_k, \qquad \operatorname{std}(q \cdot k) = \sqrt{d_k}.$$
 #
@@ -189,6 +256,19 @@ print("row sums:", weights.sum(axis=-1))
 # Dividing by $\sqrt{d_k}$ brings the standard deviation back to 1 whatever the width. The figure
 # measures it: the same dot products, unscaled (left) and scaled (right), for three widths.
 # (The figures use the reference `encdec`, so they work before your exercises pass.)
+
+# %% [markdown]
+# **Self-check 1.4 — predict, then run.** The cell below draws 4000 pairs of random vectors for
+# $d_k = 4$, $64$ and $512$. Predict the standard deviation of their dot products, which the legends
+# print, before and after dividing by $\sqrt{d_k}$.
+#
+# <details><summary>Answer</summary>
+#
+# Unscaled, about $\sqrt{d_k}$: $2$, $8$ and $22.6$ (the legends show 2.0, 7.9 and 22.7, estimates from
+# 4000 samples). Scaled, about 1 (0.99, 0.98 and 1.00). The variance of a sum of $d_k$ independent terms
+# of variance 1 is $d_k$, and dividing by $\sqrt{d_k}$ divides the variance by $d_k$.
+#
+# </details>
 
 # %% [demo]
 rng = np.random.default_rng(1)
@@ -206,14 +286,17 @@ plt.show()
 # %% [markdown]
 # Now watch the softmax saturate. The slider sets $d_k$; one query is scored against eight keys, and
 # the bars show the resulting weights without scaling (left) and with it (right). The largest weight
-# is drawn in red. Without scaling, by $d_k = 256$ one key takes essentially all the weight.
+# is drawn in red. Without scaling, the largest weight tends towards 1 as $d_k$ grows. For this draw it
+# is above 0.99 from $d_k = 128$ on, while with scaling it never exceeds 0.5. The climb is not smooth,
+# because each $d_k$ draws new vectors. Averaged over many draws, the largest unscaled weight is about
+# 0.75 at $d_k = 16$ and 0.94 at $d_k = 256$; the scaled one stays near 0.3 to 0.37.
 
 # %% [demo]
 import ipywidgets as widgets
 
 
 def show_saturation(d_k=16):
-    r = np.random.default_rng(7)  # the same directions for every d_k: only the width changes
+    r = np.random.default_rng(7)  # a fixed seed: the same draw each time, new vectors for each d_k
     q, keys = r.normal(size=d_k), r.normal(size=(8, d_k))
     raw = keys @ q
     fig, (left, right) = plotting.figure(1, 2, width=4.0, height=2.8)
@@ -231,16 +314,17 @@ widgets.interact(show_saturation, d_k=widgets.SelectionSlider(
 # %% [markdown]
 # ## 1.5 Where is each token? Sinusoidal positions
 #
-# Attention has no notion of order. Shuffle the rows of $Q$, $K$ and $V$ together and the outputs are
-# shuffled the same way, nothing more: a bag of words. Order must be *added to the inputs*. The
-# original transformer adds a fixed [CONFIG] pattern to each token's embedding, a vector of sines
+# Attention without a mask has no notion of order. Shuffle the rows of $Q$, $K$ and $V$ together and
+# the outputs are shuffled the same way, nothing more: a bag of words. Order must be *added to the
+# inputs*. The original transformer adds a fixed [CONFIG] pattern to each token's embedding, a vector of sines
 # and cosines at geometrically spaced frequencies:
 #
 # $$PE_{pos,\,2i} = \sin\!\Big(\frac{pos}{10000^{2i/d}}\Big), \qquad PE_{pos,\,2i+1} = \cos\!\Big(\frac{pos}{10000^{2i/d}}\Big).$$
 #
 # Columns come in pairs $(2i, 2i+1)$ that share one frequency: a sine and a cosine of the same
-# angle. That is what makes $PE_{pos+k}$ a fixed rotation of $PE_{pos}$ for every $pos$, so relative
-# offsets are easy for attention to read. Positions start at 0, so $PE_0 = [0, 1, 0, 1, \dots]$.
+# angle. That is what makes $PE_{pos+k}$ a fixed rotation of $PE_{pos}$ (for even $d$): each pair is
+# turned by the angle $k/10000^{2i/d}$, whatever $pos$ is, so relative offsets are easy for attention
+# to read. Positions start at 0, so $PE_0 = [0, 1, 0, 1, \dots]$.
 # When $d$ is odd the last column is a sine without its cosine partner.
 #
 # ### Exercise 1.3 — `sinusoidal_positions(n, d)` (2 points)
@@ -275,8 +359,21 @@ check_sinusoidal_positions(points=2, hidden=hidden)
 
 # %% [markdown]
 # Left: the encodings for 50 positions of width 64 — fast oscillations in the first columns, slow
-# ones in the last. Right: the dot product $PE_{p} \cdot PE_{q}$ depends only on the distance
-# $|p - q|$ and falls off with it, which is how attention can tell near from far.
+# ones in the last. Right: the dot product $PE_{p} \cdot PE_{q}$ against the offset $q - p$, once from
+# position $p = 10$ and once from $p = 30$.
+
+# %% [markdown]
+# **Self-check 1.5 — predict, then run.** For $d = 64$, what is $PE_p \cdot PE_p$, the value at
+# offset 0? Will the two curves, from position 10 and from position 30, differ where they overlap?
+#
+# <details><summary>Answer</summary>
+#
+# Each (sin, cos) pair contributes $\sin^2 + \cos^2 = 1$, so $PE_p \cdot PE_p = d/2 = 32$ for every $p$.
+# The curves coincide exactly where they overlap (they differ by less than $10^{-13}$): pair by pair,
+# $\sin a \sin b + \cos a \cos b = \cos(a - b)$, so $PE_p \cdot PE_q = \sum_i \cos\big((p - q)/10000^{2i/d}\big)$
+# depends only on the offset.
+#
+# </details>
 
 # %% [demo]
 pe = ref.sinusoidal_positions(50, 64)
@@ -287,12 +384,20 @@ plotting.curves({f"from position {p}": (np.arange(50) - p, pe @ pe[p]) for p in 
 plt.show()
 
 # %% [markdown]
+# The dot product depends only on the distance $|p - q|$. It is largest ($d/2 = 32$) at distance 0 and
+# drops quickly over the first few positions, then levels off with ripples. It is not monotone
+# (distance 44 scores 19.1, distance 21 only 17.8), so it tells near from far better than far from
+# farther.
+
+# %% [markdown]
 # ## 1.6 The steps of attention, in order
 #
 # ### Exercise 1.4 — order the steps (1 point)
 #
 # Here are the steps that take a sentence's tokens to the output of one attention operation,
-# shuffled. Put them in the order they happen.
+# shuffled. Put them in the order they happen. (Queries, keys and values are computed from the
+# position-aware vectors; take that step as given here. Lesson 2 adds the learned projections that
+# do it.)
 #
 # 1. score every query against every key: Q K^T
 # 2. look up each token's embedding vector
@@ -323,14 +428,14 @@ check_attention_order(points=1)
 # %% [markdown]
 # ## Summary
 #
-# * Softmax is shift-invariant; subtracting the row maximum makes it safe for any logits.
+# * Softmax is shift-invariant; subtracting the row maximum makes it safe for any finite logits.
 # * Scaled dot-product attention is `softmax(Q K^T / sqrt(d_k) + M) V`: an $m \times n$ weight
 #   matrix whose rows sum to 1, applied to the values. Masks are additive and go in before the softmax.
-# * Dot products of width $d_k$ have standard deviation $\sqrt{d_k}$; dividing by it keeps the
-#   softmax out of saturation at every width.
-# * Attention ignores order; sinusoidal encodings, pairs of sines and cosines sharing a frequency,
-#   add it to the inputs.
+# * Dot products of width $d_k$ have standard deviation $\sqrt{d_k}$; dividing by it keeps the spread
+#   of the scores the same at every width, so a large $d_k$ alone no longer saturates the softmax.
+# * Attention without a mask ignores order; sinusoidal encodings, pairs of sines and cosines sharing
+#   a frequency, add it to the inputs.
 #
-# **Next — Lesson 2, The encoder stack.** Attention with learned projections $W_Q, W_K, W_V$ and
+# **Next — Lesson 2, The encoder stack.** Attention with learned projections $W_q, W_k, W_v$ and
 # several heads, RMSNorm, the feed-forward network, and the pre-norm encoder block that turns a
 # source sentence into the memory $H_{\text{enc}}$ the decoder will read.

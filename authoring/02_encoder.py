@@ -3,6 +3,10 @@
 #
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 2 of 10*
 #
+# ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the encoder block (multi-head self-attention, the feed-forward network, its two RMSNorm gains and the padding-mask rule), outlined in red and the rest faded](../figures/course_map_02.svg)
+#
+# *The course map. In red: the encoder block, repeated N_enc times: multi-head self-attention with the padding mask, the feed-forward network and their two RMSNorms. The [figure key](../FIGURE_KEY.md) explains the shapes.*
+#
 # The encoder is the reader. It takes the source sentence, lets every token look at every other
 # token, and hands the decoder one contextual vector per source token: the memory
 # $H_{\text{enc}}$. Today you build it, piece by piece, from the attention you wrote in Lesson 1.
@@ -19,15 +23,16 @@
 #    and blind to padding.
 #
 # **Recap of Lesson 1.** Attention is $\operatorname{softmax}(QK^\top/\sqrt{d_k} + M)\,V$: every
-# query scores every key, the scores are scaled so the softmax does not saturate, an additive mask
-# ($0$ visible, $-\infty$ hidden) removes keys before the softmax, and the weights mix the values.
-# Attention ignores order, so sinusoidal position encodings are added to the token embeddings.
+# query scores every key, the scores are scaled by $1/\sqrt{d_k}$ so that a large $d_k$ alone does not
+# saturate the softmax, an additive mask ($0$ visible, $-\infty$ hidden) removes keys before the
+# softmax, and the weights mix the values. Attention without a mask ignores order, so sinusoidal
+# position encodings are added to the token embeddings.
 # Your `softmax` and `scaled_dot_product_attention` are available below from the course library,
 # so this lesson runs even if Lesson 1 is unfinished.
 #
-# Tags: **[LEARNED]** a parameter training changes, **[CONFIG]** a choice made before training,
-# **[STATE]** something computed while the model runs. Figures follow the
-# [figure key](../FIGURE_KEY.md).
+# Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
+# same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.
+# The [figure key](../FIGURE_KEY.md) gives the rule with examples, and what every colour and shape means.
 
 # %% [setup] setup
 # Run this cell first. It checks your environment and loads what the lesson needs.
@@ -46,17 +51,19 @@ np.set_printoptions(precision=4, suppress=True)
 # ## 2.1 What the encoder computes
 #
 # A source sentence of $n$ tokens becomes $n$ vectors of width $d_{\text{model}}$ [CONFIG]: each
-# token's embedding plus its position encoding. The encoder is a stack of $N_{\text{enc}}$ identical
-# **blocks** [CONFIG]. Each block has two **sublayers**, and each sublayer is *pre-norm* with a
-# *residual*: it reads a normalised copy of the block's running vector $X$ and adds its result back:
+# token's embedding plus its position encoding. The encoder is a stack of $N_{\text{enc}}$ [CONFIG]
+# **blocks** of identical structure, each with its own [LEARNED] weights. Each block has two
+# **sublayers**, and each sublayer is *pre-norm* with a *residual*: it reads a normalised copy of the
+# block's running vector $X$ and adds its result back:
 #
 # $$H = X + \operatorname{MHA}\big(\operatorname{RMSNorm}(X)\big), \qquad X' = H + \operatorname{FFN}\big(\operatorname{RMSNorm}(H)\big).$$
 #
 # * **Multi-head self-attention** (MHA) is where tokens exchange information. In the encoder it is
 #   **bidirectional**: token $i$ may look at every token, before and after it. Only padding is hidden.
 # * The **feed-forward network** (FFN) then transforms each position on its own.
-# * The **residual** $X + \dots$ keeps an identity path through the whole stack, so gradients reach
-#   the first block undiminished; the **norm** keeps each sublayer's input at a steady scale.
+# * The **residual** $X + \dots$ keeps an identity path through the whole stack: the gradient reaches
+#   the first block directly, added to what the sublayers contribute rather than multiplied through
+#   them, so it does not vanish with depth. The **norm** keeps each sublayer's input at a steady scale.
 #
 # After the last block one more RMSNorm gives the memory $H_{\text{enc}} \in \mathbb{R}^{n \times d_{\text{model}}}$
 # [STATE]: computed once per source sentence, read by every decoder block (Lesson 4).
@@ -75,8 +82,8 @@ np.set_printoptions(precision=4, suppress=True)
 #
 # Deep stacks need the vectors entering each sublayer to stay at a predictable scale. **LayerNorm**
 # (2016) centres each vector and divides by its standard deviation, then applies a gain and a bias.
-# **RMSNorm** (2019) keeps only the part that matters most: it divides by the vector's root mean
-# square, with no centring and no bias:
+# **RMSNorm** (2019) keeps only the rescaling, which its authors argue is the part of LayerNorm that
+# matters: it divides by the vector's root mean square, with no centring and no bias:
 #
 # $$\operatorname{RMSNorm}(x) = \frac{x}{\sqrt{\tfrac{1}{d}\sum_{i=1}^{d} x_i^2 + \varepsilon}} \odot \gamma .$$
 #
@@ -121,11 +128,26 @@ check_rms_norm(points=2, hidden=hidden)
 # | statistics per vector | mean and variance | mean square |
 # | parameters [LEARNED] | $\gamma$ and $\beta$, $2d$ | $\gamma$, $d$ |
 # | adding a constant to $x$ | no effect (centring removes it) | changes the output |
-# | multiplying $x$ by a constant | no effect | no effect |
+# | multiplying $x$ by a positive constant | no effect (up to $\varepsilon$) | no effect (up to $\varepsilon$) |
 #
-# The cell below checks the last two rows on one vector. With $\gamma = 1$, both outputs have root
-# mean square 1; only LayerNorm's also has mean 0. In practice the two train equally well, and
-# RMSNorm is cheaper: one statistic instead of two, and no bias.
+# The cell below checks the last two rows on one vector, with $\gamma = 1$ and $\beta = 0$, and also
+# prints each output's mean and root mean square.
+
+# %% [markdown]
+# **Self-check 2.1 — predict, then run.** For each norm, predict the four things the cell prints: the
+# output's mean (zero or not), its root mean square, and `True` or `False` for "unchanged by x + 3" and
+# "unchanged by 10 x".
+#
+# <details><summary>Answer</summary>
+#
+# LayerNorm: mean $+0.000$, root mean square $1.000$, `True`, `True`. RMSNorm: a mean that is not 0
+# ($+0.039$ for this vector), root mean square $1.000$, **`False`**, `True`. RMSNorm does not centre, so
+# a shift changes its output; both norms divide by a statistic that grows in proportion to $x$, so a
+# positive rescaling cancels. The root mean square is 1 for both because, with $\gamma = 1$, each output
+# is its input divided by (nearly) its own root mean square; for LayerNorm the input is $x - \mu$,
+# whose root mean square is the standard deviation.
+#
+# </details>
 
 # %% [demo]
 def layer_norm(x, gamma, beta, eps=1e-6):
@@ -142,13 +164,21 @@ for name, f in (("LayerNorm", lambda v: layer_norm(v, ones, zeros)), ("RMSNorm",
           f"unchanged by x + 3: {np.allclose(f(x + 3), y)}, unchanged by 10 x: {np.allclose(f(10 * x), y)}")
 
 # %% [markdown]
+# Both outputs have root mean square 1; only LayerNorm's also has mean 0. Two limits of the last row:
+# a *negative* constant flips the sign of both outputs, and a tiny $x$ is not fully rescaled, because
+# $\varepsilon$ then dominates the mean square (for $10^{-4} x$ the RMSNorm output has root mean square
+# 0.13, not 1). In published comparisons the two norms reach comparable quality, and RMSNorm is
+# cheaper: one statistic instead of two, and no bias.
+
+# %% [markdown]
 # ## 2.3 GELU
 #
 # The feed-forward network needs a nonlinearity between its two linear maps. ReLU, $\max(0, x)$,
 # cuts every negative input to 0 and has a kink at 0. **GELU** weights each input by how likely a
 # standard normal variable is to fall below it: $\operatorname{GELU}(x) = x\,\Phi(x)$. It is smooth,
 # close to ReLU far from 0, and lets small negative inputs through a little (its minimum is about
-# $-0.17$, near $x = -0.75$). GPT-2, BERT and this course use its tanh approximation:
+# $-0.17$, near $x = -0.75$). GPT-2 and this course use its tanh approximation (BERT's code has used
+# both forms):
 #
 # $$\operatorname{GELU}(x) = \tfrac{1}{2}\, x \Big(1 + \tanh\!\Big(\sqrt{2/\pi}\,\big(x + 0.044715\, x^3\big)\Big)\Big).$$
 #
@@ -214,13 +244,29 @@ plt.show()
 # $$M_{b,\,\cdot,\,\cdot,\,j} = \begin{cases} -\infty & \text{token } j \text{ of sentence } b \text{ is a pad} \\ 0 & \text{otherwise} \end{cases} \qquad \text{shape } (B, 1, 1, n).$$
 #
 # Broadcasting stretches it over the scores `(B, h, m, n)`: every head and every query sees the same
-# hidden columns. (Pads still *ask* questions as queries; their rows are computed and later
-# ignored by the loss. What must never happen is a real token *looking at* a pad.) The rule, hide
-# every pad, is [CONFIG]; the mask array itself is recomputed from each batch's tokens.
+# hidden columns. (Pads still *ask* questions as queries: their rows are computed, then ignored,
+# because every later attention, including the decoder's cross-attention (Lesson 4), hides them as
+# keys. What must never happen is a real token *looking at* a pad.) The rule, hide every pad, is
+# [CONFIG]; the mask array itself is [STATE], built from each batch's tokens.
 #
 # ### Exercise 2.3 — `padding_mask(tokens, pad_id)` (2 points)
 #
 # Use `np.where` to build the 0/-inf values, then add the two axes, e.g. with `[..., None, None, :]`.
+
+# %% [markdown]
+# **Self-check 2.2 — explain why.** Why does the mask need the shape $(B, 1, 1, n)$? What would go wrong
+# with a mask of shape $(B, n)$ added to scores of shape $(B, h, m, n)$?
+#
+# <details><summary>Answer</summary>
+#
+# Broadcasting lines up *trailing* axes, so the batch axis of a $(B, n)$ mask lands on the query axis
+# $m$: query row $b$ of every sentence gets sentence $b$'s pads. That raises an error when $m \ne B$ and
+# is silently wrong when $m = B$. For example, with two sentences of length 3, `[5, 6, <pad>]` and
+# `[7, <pad>, <pad>]`, and equal scores, query 0 of the second sentence would use the first sentence's
+# mask and put weight 0.5 on its own pad. The two size-1 axes of $(B, 1, 1, n)$ make the mask
+# broadcast over the heads and the queries instead, and keep $B$ on the batch axis.
+#
+# </details>
 
 # %% [solution] padding_mask
 def padding_mask(tokens, pad_id):
@@ -254,26 +300,37 @@ check_padding_mask(points=2, hidden=hidden)
 # name. **Multi-head attention** runs $h$ [CONFIG] smaller attentions in parallel, each with its own
 # view of the tokens, and combines their results.
 #
-# **Project.** Learned matrices $W_Q, W_K, W_V \in \mathbb{R}^{d_{\text{model}} \times d_{\text{model}}}$
+# **Project.** Learned matrices $W_q, W_k, W_v \in \mathbb{R}^{d_{\text{model}} \times d_{\text{model}}}$
 # [LEARNED] turn the inputs into queries, keys and values. In self-attention all three come from the
 # same sequence $X$; in cross-attention (Lesson 4) the queries come from $X$ and the keys and values
 # from another sequence $Y$:
 #
-# $$Q = X W_Q, \qquad K = Y W_K, \qquad V = Y W_V \qquad (Y = X \text{ for self-attention}).$$
+# $$Q = X W_q, \qquad K = Y W_k, \qquad V = Y W_v \qquad (Y = X \text{ for self-attention}).$$
 #
-# **Split.** Each head $i$ owns $d_k = d_{\text{model}} / h$ consecutive columns of $Q$, $K$ and $V$.
-# Arrange them as a head axis: `(..., T, d_model)` $\to$ reshape to `(..., T, h, d_k)` $\to$ swap the
-# two middle axes to get `(..., h, T, d_k)`.
+# **Split.** Head $k$ ($k = 0, \dots, h - 1$) owns the $d_k = d_{\text{model}} / h$ consecutive columns
+# $k \cdot d_k$ to $(k + 1) \cdot d_k - 1$ of $Q$, $K$ and $V$. Arrange them as a head axis:
+# `(..., T, d_model)` $\to$ reshape to `(..., T, h, d_k)` $\to$ swap the two axes before the last to
+# get `(..., h, T, d_k)`.
 #
 # **Attend.** Lesson 1's `scaled_dot_product_attention` broadcasts over leading axes, so one call
 # attends in every head at once, scaling by $\sqrt{d_k}$ (the width *of a head*). The weights have
 # shape `(..., h, m, n)`.
 #
 # **Merge and project.** Undo the split (swap back to `(..., T, h, d_k)`, reshape to
-# `(..., T, d_model)`), which places the heads side by side, then multiply by $W_O$ [LEARNED]. Each head
-# only filled its own $d_k$ columns; $W_O$ is what mixes them:
+# `(..., T, d_model)`), which places the heads side by side, then multiply by $W_o$ [LEARNED]. Each head
+# only filled its own $d_k$ columns; $W_o$ is what mixes them:
 #
-# $$\operatorname{MHA}(X, Y) = \big[\,\text{head}_1 \;\big|\; \cdots \;\big|\; \text{head}_h\,\big]\, W_O, \qquad \text{head}_i = \operatorname{Attention}\big(Q^{(i)}, K^{(i)}, V^{(i)}\big).$$
+# $$\operatorname{MHA}(X, Y) = \big[\,\text{head}_0 \;\big|\; \cdots \;\big|\; \text{head}_{h-1}\,\big]\, W_o, \qquad \text{head}_k = \operatorname{Attention}\big(Q^{(k)}, K^{(k)}, V^{(k)}\big).$$
+#
+# The figure follows the queries through these steps for $T = 3$ tokens, $d_{\text{model}} = 8$ and
+# $h = 2$ heads of width $d_k = 4$: head 0's columns are light, head 1's dark. $K$ and $V$ are split
+# the same way.
+#
+# ![Multi-head split and merge with T = 3 tokens, d_model = 8 and 2 heads of width d_k = 4: Q (3, 8) is reshaped to (3, 2, 4) and its middle axes swapped, giving (2, 3, 4), so head k gets columns k*d_k to (k+1)*d_k - 1 of every token; attention runs in every head at once, giving weights (2, 3, 3); merging swaps back and reshapes to (3, 8), and W_o mixes the heads](../figures/multi_head_split.svg)
+#
+# *Split, attend, merge: $Q$ `(3, 8)` → `(3, 2, 4)` → `(2, 3, 4)`, attention in both heads at once, then back to `(3, 8)` and $W_o$.*
+#
+# The same steps in shapes, for any leading axes:
 #
 # | step | shape (self-attention, $m = n = T$) |
 # |---|---|
@@ -282,19 +339,33 @@ check_padding_mask(points=2, hidden=hidden)
 # | split heads | `(..., h, T, d_k)` each |
 # | weights | `(..., h, T, T)` |
 # | heads' outputs | `(..., h, T, d_k)` |
-# | merged, then $\cdot W_O$ | `(..., T, d_model)` |
+# | merged, then $\cdot W_o$ | `(..., T, d_model)` |
 #
 # **Why the swap matters.** A bare reshape of `(T, d_model)` to `(h, T, d_k)` is legal NumPy, and
 # wrong: it fills head 0 with the first $T \cdot d_k$ numbers of the whole matrix, mixing tokens
-# together. Here are 3 tokens with 4 features each, split into 2 heads:
+# together. The cell below takes the figure's sizes and numbers the entries so that you can follow
+# them: token $t$ holds $8t, \dots, 8t + 7$.
+
+# %% [markdown]
+# **Self-check 2.3 — predict, then run.** Token $t$ holds the numbers $8t, \dots, 8t + 7$. What will
+# head 0 hold after reshape-then-swap, and what after a bare reshape to `(h, T, d_k)`?
+#
+# <details><summary>Answer</summary>
+#
+# Reshape-then-swap gives head 0 the rows `[0 1 2 3]`, `[8 9 10 11]`, `[16 17 18 19]`: columns 0–3 of
+# every token, the light columns of the figure. The bare reshape gives `[0 1 2 3]`, `[4 5 6 7]`,
+# `[8 9 10 11]`: all of token 0 and half of token 1, so head 0's "token 1" row is really the second
+# half of token 0, and head 1 gets the rest of token 1 and all of token 2.
+#
+# </details>
 
 # %%
-T, d_model, h = 3, 4, 2
-x = np.arange(T * d_model).reshape(T, d_model)  # token t holds features 4t .. 4t+3
+T, d_model, h = 3, 8, 2  # the figure's sizes: d_k = 4
+x = np.arange(T * d_model).reshape(T, d_model)  # token t holds 8t .. 8t+7
 right = np.swapaxes(x.reshape(T, h, d_model // h), 0, 1)  # (h, T, d_k)
 wrong = x.reshape(h, T, d_model // h)  # legal, but not a split into heads
 print("tokens:\n", x)
-print("head 0, reshape then swap (features 0-1 of every token):\n", right[0])
+print("head 0, reshape then swap (columns 0-3 of every token):\n", right[0])
 print("head 0, bare reshape (tokens mixed up):\n", wrong[0])
 
 # %% [markdown]
@@ -367,18 +438,29 @@ check_multi_head_attention(points=5, hidden=hidden)
 # Trained heads often take on readable jobs. To see what such heads do, without training, we build
 # the weights of a 4-head layer by hand for the sentence `the cat sat on the mat <pad> <pad>`.
 # Each token's input vector has a *word part* (a one-hot code of the word) and a *position part*
-# (a one-hot code of its position); each head's $W_Q$ and $W_K$ read one of the parts:
+# (a one-hot code of its position); each head's $W_q$ and $W_k$ read one of the parts:
 #
 # * **head 0** matches position $p$'s query to the key of position $p - 1$: *look at the previous token*;
 # * **head 1** does the same with $p + 1$: *look at the next token*, which only an encoder can do;
 # * **head 2** matches word parts: *look at every copy of my own word* (the two `the`s find each other);
-# * **head 3** has $W_Q = 0$, so all scores are equal: *spread evenly over the sentence*.
+# * **head 3** has $W_q = 0$, so all scores are equal: *spread evenly over the sentence*.
 #
 # Blue heatmaps are encoder self-attention; rows are queries, columns keys; hatched cells are
-# masked. Note what the mask does: the `<pad>` columns are exactly 0 in every head, and when a head
-# asks for a pad (head 1 at `mat`, whose next token is a pad), the softmax has nowhere to put the
-# weight it wanted, so it spreads it over the visible keys. A head with no match at all (head 0 at
-# the first `the`) does the same.
+# masked. The layer is called with the padding mask of the sentence.
+
+# %% [markdown]
+# **Self-check 2.4 — predict, then run.** In head 1 ("next token"), what does the row of the query
+# `mat` look like, given that its next token is a pad? What does every row of head 3 look like? And
+# what will the last line print?
+#
+# <details><summary>Answer</summary>
+#
+# The key that `mat` asks for is hidden, and all the other keys score 0 in head 1, so the row is
+# uniform: $1/6 \approx 0.167$ on each of the six words and exactly 0 on both pads. Every row of head 3
+# is that same row, because all its scores are 0 and only the mask tells the keys apart. The last line
+# prints `0.0`: no pad key gets any weight, in any head, from any query.
+#
+# </details>
 
 # %% [demo]
 words = "the cat sat on the mat <pad> <pad>".split()
@@ -410,6 +492,12 @@ for k, ax in enumerate(axes.ravel()):
     plotting.heatmap(weights[k], rows=words, cols=words, kind="encoder", ax=ax, title=f"head {k}: {jobs[k]}")
 plt.show()
 print("largest weight on a <pad> key, over all heads and queries:", weights[..., tokens == 0].max())
+
+# %% [markdown]
+# Note what the mask does: the `<pad>` columns are exactly 0 in every head, and when a head asks for a
+# pad (head 1 at `mat`, whose next token is a pad), the softmax has nowhere to put the weight it
+# wanted, so it spreads it over the visible keys. A head with no match at all (head 0 at the first
+# `the`) does the same.
 
 # %% [markdown]
 # ## 2.7 The feed-forward network
@@ -473,8 +561,8 @@ check_feed_forward(points=2, hidden=hidden)
 #
 # The original transformer of 2017 was **post-norm**, $x \leftarrow \operatorname{Norm}(x + \operatorname{Sublayer}(x))$:
 # the norm sits on the residual path itself, and deep post-norm stacks need a careful learning-rate
-# warm-up to train at all. Pre-norm leaves the residual path a clean identity from the first block
-# to the last, which is why modern models (GPT-2 onwards, T5, Llama) use it.
+# warm-up to train well (Xiong et al., 2020). Pre-norm leaves the residual path a clean identity from
+# the first block to the last, which is why modern models (GPT-2 onwards, T5, Llama) use it.
 #
 # Two things the encoder block must **not** have: a causal mask (the encoder reads the whole source
 # at once, so every token sees every other) and attention to pads (the padding mask is passed to
@@ -527,12 +615,21 @@ check_encoder_block(points=4, hidden=hidden)
 
 # %% [markdown]
 # **Two experiments on a block.** Take a block with random weights and a sentence of 6 words
-# followed by 2 pads. Change one input vector, and measure how far each position's output moves.
+# followed by 2 pads, with its padding mask. Change one input vector, and measure how far each
+# position's output moves: left, change the **last word**; right, change the **last pad**.
+
+# %% [markdown]
+# **Self-check 2.5 — predict, then run.** Which of the eight bars will be above 0 when you edit the
+# last word, and which when you edit the last pad? Will the *other* pad move in either case?
 #
-# * Left: change the **last word**. Every position moves, the first one included: attention in the
-#   encoder is bidirectional, so the past reads the future. (In the decoder of Lesson 3 it will not.)
-# * Right: change a **pad**. No real word moves, not by a single bit; only the edited pad's own
-#   row does (through its residual). The padding mask gave every pad key a weight of exactly 0.
+# <details><summary>Answer</summary>
+#
+# Editing the last word moves all eight bars, the pads included (from 0.15 to 0.41 at the other
+# positions, 2.60 at the edited word): every query, a pad's too, may look at every real word. Editing
+# the last pad moves only that pad (3.49); the six words and the other pad change by exactly 0.0,
+# because no query, not even a pad's, may look at a pad key.
+#
+# </details>
 
 # %% [demo]
 rng = np.random.default_rng(5)
@@ -548,8 +645,15 @@ for ax, edited, what in zip(axes, (5, 7), ("the last word", "a pad")):
     moved = np.abs(block(x2, mask) - base).max(axis=-1)
     plotting.bars(moved, labels=["w0", "w1", "w2", "w3", "w4", "w5", "pad", "pad"], ax=ax, role="source",
                   highlight=edited, ylabel="largest change in the output", title=f"edit {what} (red)")
-    print(f"edit {what}: changes at the 6 words = {np.round(moved[:6], 4)}")
+    print(f"edit {what}: changes at the 6 words and 2 pads = {np.round(moved, 2)}")
 plt.show()
+
+# %% [markdown]
+# * Left, the last word: every position moves, the first one included. Attention in the encoder is
+#   bidirectional, so the past reads the future. (In the decoder of Lesson 3 it will not.)
+# * Right, a pad: no real word moves, not by a single bit, and neither does the other pad. Only the
+#   edited pad's own row does, because its own input changed (its residual, its query, its
+#   feed-forward input). The padding mask gave every pad key a weight of exactly 0.
 
 # %% [markdown]
 # The whole encoder is $N_{\text{enc}}$ such blocks and a final RMSNorm. With the reference blocks,
@@ -610,7 +714,7 @@ check_encoder_block_order(points=1)
 #   to padding: the pad columns get weight exactly 0.
 # * **Multi-head attention** projects, splits into $h$ heads of width $d_k = d_{\text{model}}/h$
 #   (reshape, then swap axes), attends in every head at once (scaling by $\sqrt{d_k}$), merges, and
-#   mixes the heads with $W_O$. `key_value_input` switches it from self- to cross-attention.
+#   mixes the heads with $W_o$. `key_value_input` switches it from self- to cross-attention.
 # * The **pre-norm encoder block** is $x + \operatorname{MHA}(\operatorname{Norm}(x))$, then
 #   $x + \operatorname{FFN}(\operatorname{Norm}(x))$: bidirectional, blind to padding, shape-preserving.
 #

@@ -3,13 +3,16 @@
 #
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 4 of 10*
 #
+# ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the cross-attention sublayer of every decoder block and the encoder output H_enc that feeds its keys and values, outlined in red and the rest faded](../figures/course_map_04.svg)
+# *The course map. In red: cross-attention, and the encoder output $H_{\text{enc}}$ that feeds it in every decoder block. The [figure key](../FIGURE_KEY.md) explains the shapes.*
+#
 # The encoder has read the source sentence; the decoder can read what it has written so far. One
 # operation connects the two: **cross-attention**, in which the decoder asks and the encoder answers.
 #
 # **Learning goals.** By the end of this lesson you can
 #
-# 1. say where cross-attention's queries, keys and values come from, and why its weight matrix is
-#    $m \times n$ (target by source) rather than square;
+# 1. say where cross-attention's queries, keys and values come from, and why its attention-weight
+#    matrix is $m \times n$ (target by source) rather than square;
 # 2. write cross-attention with the encoder's padding mask, and say why it needs no causal mask;
 # 3. split multi-head attention into `project_kv` (once per source sentence) and `attend` (once per
 #    decoding step), and write `attend`;
@@ -19,9 +22,11 @@
 #
 # **How exercises work.** As in the earlier lessons: replace each `raise NotImplementedError()` with
 # your code, run the cell, then run the test cell below it. The test names the likely misconception
-# when something is wrong; its last line is your score. Tags: **[LEARNED]** changed by training,
-# **[CONFIG]** chosen before training, **[STATE]** computed while the model runs. Figures follow the
-# course's [figure key](../FIGURE_KEY.md).
+# when something is wrong; its last line is your score.
+#
+# Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
+# same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.
+# The [figure key](../FIGURE_KEY.md) gives the rule with examples, and what every colour and shape means.
 
 # %% [setup] setup
 # Run this cell first. It checks your environment and loads what the lesson needs.
@@ -52,8 +57,8 @@ np.set_printoptions(precision=3, suppress=True)
 #
 # The decoder holds states $H_{\text{dec}} \in \mathbb{R}^{m \times d}$ for the $m$ target positions
 # written so far [STATE]. The encoder has produced $H_{\text{enc}} \in \mathbb{R}^{n \times d}$ for the
-# $n$ source positions [STATE]. The two lengths are unrelated: a 6-word English sentence can become a
-# 9-word French one.
+# $n$ source positions [STATE]. The two lengths need not be equal: a 6-word English sentence can
+# become a 9-word French one.
 #
 # Cross-attention takes its three inputs from different places:
 #
@@ -73,11 +78,14 @@ np.set_printoptions(precision=3, suppress=True)
 # | scores, weights | `(m, n)`: **rectangular** | row $i$: target position $i$ against every source position |
 # | output | `(m, d_v)` | one vector per target position |
 #
+# ![Cross-attention with m = 4 target positions and n = 6 source positions: queries come from the decoder states through W_q, keys and values from the encoder output H_enc through W_k and W_v; the weights form a rectangular m by n matrix whose last 2 source columns, padding, are hidden by the source padding mask, and every row sums to 1 over the source](../figures/cross_attention_flow.svg)
+# *Cross-attention's data flow in one head: $Q$ from the decoder, $K$ and $V$ from $H_{\text{enc}}$, $m \times n$ weights with the source pads hatched. Merging the heads and $W_o$ come in §4.3.*
+#
 # Three facts follow from the shapes.
 #
 # * **The softmax runs over the source axis** (the last). Row $i$ is target position $i$'s distribution
 #   over the source and sums to 1. Columns sum to nothing in particular: one source word may be read by
-#   several target words, or by none.
+#   several target words, or by almost none (the softmax gives every unmasked key some weight).
 # * **There is no causal mask.** A causal mask hides the *future of the sequence being written*, so
 #   that training cannot peek at the answer. The source is not being written: it is the input, known
 #   in full before the first target word. Hiding part of it would only throw information away. (And
@@ -85,7 +93,22 @@ np.set_printoptions(precision=3, suppress=True)
 # * **The encoder padding mask stays.** A batch of source sentences of different lengths is padded to
 #   a common $n$. Pad positions carry no meaning, so $M_{\text{pad}}$ puts $-\infty$ in their columns,
 #   for every target row. It is the same mask the encoder used on its own self-attention (Lesson 2).
+
+# %% [markdown]
+# **Self-check 4.1 — explain why.** In training the decoder is fed the whole target at once. Why
+# does cross-attention need no causal mask to stop position $t$ from seeing later target words?
 #
+# <details><summary>Answer</summary>
+#
+# Its keys and values come only from $H_{\text{enc}}$, which the encoder computes from the source
+# alone, so no target token is among them. Its query at position $t$ comes from that position's
+# decoder state, which the causal mask of the decoder's self-attention has already limited to the
+# target tokens up to $t$. So no path runs from a later target word through cross-attention; a
+# causal mask there would only hide parts of the source.
+#
+# </details>
+
+# %% [markdown]
 # ### Exercise 4.1 — `cross_attention(Q, K, V, mask=None)` (3 points)
 #
 # Write it for any leading batch dimensions. It is the formula above; what the test checks is that it
@@ -123,9 +146,34 @@ hidden = True
 check_cross_attention(points=3, hidden=hidden)
 
 # %% [markdown]
+# **Self-check 4.2 — explain why.** A student's `cross_attention` returns weights whose columns sum
+# to 1 and whose rows do not. What went wrong, and why is it wrong?
+#
+# <details><summary>Answer</summary>
+#
+# The softmax ran over axis $-2$, so each source position spread its weight over the target
+# positions. Each target position needs a distribution over the source, so the softmax must run
+# along the last axis, and then every row sums to 1. The test names this mistake
+# `softmax_over_decoder_axis`.
+#
+# </details>
+
+# %% [markdown]
 # Here is the shape of it: $m = 4$ target positions attend to $n = 6$ source positions. On the right
 # the last source position is padding. Its column is hatched (exactly 0), and every row still sums to
 # 1: the weight it would have had is shared among the real source tokens.
+
+# %% [markdown]
+# **Self-check 4.3 — predict, then run.** Without the mask (left panel), how much weight will the
+# `<pad>` column get in each row: none, a trace, or about as much as a real word?
+#
+# <details><summary>Answer</summary>
+#
+# About as much as a real word: 0.073, 0.158, 0.016 and 0.288 in rows 0 to 3, and for target 3 that
+# is almost the largest weight in its row (0.288 against 0.290). A pad's encoder state is an ordinary
+# vector, and attention cannot tell that it means nothing unless the mask hides it.
+#
+# </details>
 
 # %% [demo]
 rng = np.random.default_rng(4)
@@ -151,19 +199,23 @@ print("column sums (no rule):", w_pad.sum(axis=-2))
 # ## 4.2 What cross-attention learns: alignment
 #
 # Nobody tells a translation model which source word goes with which target word. The only signal is
-# the loss on the next target token. Yet trained models end up with cross-attention weights that
-# *align* the two sentences: to write a word, look at the words it translates. Translating
-# "The cat sat" into "Le chat était assis", a trained model typically
+# the loss on the next target token. Yet in trained models some cross-attention heads end up with
+# weights that roughly *align* the two sentences: to write a word, look at the words it translates.
+# (Other heads spread out or look at neighbouring words, so attention is a soft, imperfect alignment,
+# not a word aligner.) Translating "The cat sat" into "Le chat était assis", such a head typically
 #
 # * looks at "cat" to write "chat": a word-for-word match;
 # * looks at "sat" for both "était" and "assis": one English word becomes two French words;
 # * looks at "The" to write "Le", and partly at "cat", whose gender decides between *le* and *la*.
 #
 # This is a soft alignment: a distribution per target word, not a one-to-one table, which is exactly
-# what each row of the weight matrix is. To see the mechanism at work without training a model, the
-# cell below writes the vectors by hand. Each has three meaning directions (determiner, *cat*, *sit*);
-# "Le" asks for a determiner and a little of the noun's gender; "était" asks mostly for the verb. A
-# trained model learns vectors like these, in many more dimensions, from the loss alone.
+# what each row of the attention-weight matrix is. To see the mechanism at work without training a
+# model, the cell below writes the queries and keys by hand. Each has three meaning directions
+# (determiner, *cat*, *sit*); "Le" asks for a determiner and a little of the noun's gender; "était"
+# asks mostly for the verb. A trained model learns projections $W_q, W_k$ that produce vectors like
+# these, in many more dimensions, from the loss alone. Each row is labelled with the word its
+# position writes; that position's own input is the word before it (Lesson 3: position $t$ reads
+# $y_{<t}$).
 
 # %% [demo]
 source_words = ["The", "cat", "sat"]
@@ -292,9 +344,22 @@ hidden = True
 check_attend(points=3, hidden=hidden)
 
 # %% [markdown]
-# Each head has its own $m \times n$ weight matrix. Below, 3 target positions attend to a source of 6
-# positions of which the last two are padding, with 4 heads and random (untrained) weights: every head
-# hatches the same two columns, because the one `(1, 1, n)` mask broadcasts over all of them.
+# Each head has its own $m \times n$ attention-weight matrix. Below, 3 target positions attend to a
+# source of 6 positions of which the last two are padding, with 4 heads and random (untrained)
+# projections: every head hatches the same two columns, because the one `(1, 1, n)` mask broadcasts
+# over all of them.
+
+# %% [markdown]
+# **Self-check 4.4 — predict, then run.** What shapes will the cell print for `K`, `V` and the
+# weights? Here $m = 3$, $n = 6$ (the two pads included), $h = 4$ and $d_{\text{model}} = 16$.
+#
+# <details><summary>Answer</summary>
+#
+# `K, V: (4, 6, 4) (4, 6, 4)` and `weights: (4, 3, 6)`. $K$ and $V$ are $(h, n, d_k)$ with
+# $d_k = 16 / 4 = 4$, and the weights are rectangular, $(h, m, n)$. The pads still count in $n$: the
+# mask hides them but does not remove them.
+#
+# </details>
 
 # %% [demo]
 mha = ref.MultiHeadAttention(d_model=16, n_heads=4, rng=0)
@@ -326,8 +391,9 @@ plt.show()
 # | the query, the scores, the mix, $W_o$ | $2d^2 + 2nd$ | $m(2d^2 + 2nd)$ |
 #
 # For a 100-word source, a 100-word translation and $d = 512$, recomputing costs about
-# $5.2 \times 10^{9}$ multiply-adds per sublayer and layer; computing once, $5.3 \times 10^{7}$ for
-# $K$ and $V$, plus $6.3 \times 10^{7}$ for the per-step work. Lesson 9 builds the full cache for
+# $5.3 \times 10^{9}$ multiply-adds per cross-attention sublayer ($5.24 \times 10^{9}$ for $K$ and $V$,
+# plus $6.3 \times 10^{7}$ for the per-step work); computing once, $5.2 \times 10^{7}$ for $K$ and $V$
+# plus the same $6.3 \times 10^{7}$, about $1.2 \times 10^{8}$ in all: some 46 times less. Lesson 9 builds the full cache for
 # decoding (the decoder's own self-attention keys and values grow by one row per step); the
 # cross-attention part of it is what you write now.
 #
@@ -378,6 +444,20 @@ check_cross_attention_step_by_step(points=2, hidden=hidden)
 # only the small per-step work. Right: the measured time for 32 steps on this machine (best of five
 # runs, so that other programs running at the same time disturb it less).
 
+# %% [markdown]
+# **Self-check 4.5 — predict, then run.** At $m = 32$ steps, with $n = d = 128$, how many times fewer
+# multiply-adds does computing $K$ and $V$ once need: 32 times, about 22 times, or about 2 times?
+# Why not exactly 32?
+#
+# <details><summary>Answer</summary>
+#
+# About 22 times: the cell prints 21.7x. It is not 32 times, because both versions pay the per-step
+# work, $2d^2 + 2nd = 65{,}536$ multiply-adds per step, beside $2nd^2 \approx 4.2$ million for $K$ and
+# $V$: $32 \cdot (4{,}194{,}304 + 65{,}536) / (4{,}194{,}304 + 32 \cdot 65{,}536) \approx 21.7$. The
+# measured time ratio printed beside it is another matter, as the text below the cell explains.
+#
+# </details>
+
 # %% [demo]
 import time
 
@@ -389,7 +469,8 @@ H_enc_t, H_dec_t = r.normal(size=(n_src, d)), r.normal(size=(32, d))
 
 def decode_time(steps, recompute):
     start = time.perf_counter()
-    K, V = mha_t.project_kv(H_enc_t)
+    if not recompute:
+        K, V = mha_t.project_kv(H_enc_t)  # once, before the first step
     for t in range(steps):
         if recompute:
             K, V = mha_t.project_kv(H_enc_t)
@@ -415,6 +496,13 @@ print(f"multiply-adds at m = 32: {counts['K, V recomputed every step'][1][-1] / 
       f"fewer when K and V are computed once; measured time: {best[True] / best[False]:.1f}x less")
 
 # %% [markdown]
+# The measured ratio is not the count, and it changes from machine to machine and from run to run.
+# Both versions pay the fixed cost of their Python and NumPy calls at every step, which pulls the
+# ratio below the count; on a busy machine the large projections of the recomputing version can slow
+# down more than the small per-step products, which pushes it above. The count is what holds on
+# every machine; the timing confirms that computing $K$ and $V$ once is faster.
+
+# %% [markdown]
 # ## 4.5 Where Q, K and V come from, in order
 #
 # ### Exercise 4.4 — order the steps (1 point)
@@ -424,7 +512,7 @@ print(f"multiply-adds at m = 32: {counts['K, V recomputed every step'][1][-1] / 
 # the order they happen.
 #
 # 1. score q_t against every key, add the source padding mask, softmax over the source positions
-# 2. project H_enc once into keys K = H_enc W_k and values V = H_enc W_v, and keep them
+# 2. before the first decoding step, project H_enc into keys K = H_enc W_k and values V = H_enc W_v, and keep them for every step
 # 3. mix the values with those weights, project with W_o, add the result to the decoder's residual stream
 # 4. the encoder reads the whole source sentence and returns H_enc
 # 5. at decoding step t, project the decoder's current state into a query q_t = h_t W_q
@@ -452,10 +540,11 @@ check_qkv_order(points=1)
 # ## Summary
 #
 # * Cross-attention is attention with its inputs taken from two sequences: $Q = H_{\text{dec}} W_q$,
-#   $K = H_{\text{enc}} W_k$, $V = H_{\text{enc}} W_v$. Its weights are $m \times n$, target rows by
-#   source columns, and each row sums to 1 over the source.
+#   $K = H_{\text{enc}} W_k$, $V = H_{\text{enc}} W_v$. Its attention weights are $m \times n$, target
+#   rows by source columns, and each row sums to 1 over the source.
 # * It uses the encoder's padding mask and no causal mask: the source is input, known in full.
-# * Trained on translation alone, its weights learn a soft alignment between the two sentences.
+# * Trained on translation alone, some of its heads learn a soft, approximate alignment between the
+#   two sentences.
 # * $K$ and $V$ depend only on $H_{\text{enc}}$: `project_kv` computes them once per source sentence,
 #   and `attend` reuses them at every decoding step, which turns $m$ projections of the source into one.
 #

@@ -3,9 +3,12 @@
 #
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 7 of 10*
 #
+# ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the cross-entropy loss at the logits and the backward pass that carries the gradients of every learned array back through the model, outlined in red and the rest faded](../figures/course_map_07.svg)
+# *The course map. In red: the loss at the logits, where the backward pass starts, and the gradients flowing back along every arrow (head, decoder, $H_{\text{enc}}$, encoder, down to the embedding $E$); every [LEARNED] chip is red, because every parameter gets a gradient. The [figure key](../FIGURE_KEY.md) explains the shapes.*
+#
 # The model of Lesson 6 has tens of thousands of [LEARNED] numbers and no idea what to do with them.
-# Training (Lesson 8) nudges every number against the gradient of the loss. This lesson computes
-# those gradients by hand, one building block at a time, and proves each one right twice: against
+# Training (Lesson 8) nudges every number a little, guided by the gradient of the loss. This lesson computes
+# those gradients by hand, one building block at a time, and checks each one twice: against
 # finite differences and against PyTorch's automatic differentiation.
 #
 # **Learning goals.** By the end of this lesson you can
@@ -26,9 +29,13 @@
 #
 # **How exercises work.** Replace each stub with your code, run it, then run the test cell below it:
 # the test compares your function with the course's reference on many inputs and names the likely
-# misconception when they differ. Tags: **[LEARNED]** changed by training, **[CONFIG]** chosen before
-# training, **[STATE]** computed while the model runs (every gradient in this lesson is [STATE]).
-# Figures follow the course's [figure key](../FIGURE_KEY.md).
+# misconception when they differ.
+#
+# Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
+# same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.
+# The [figure key](../FIGURE_KEY.md) gives the rule with examples, and what every colour and shape means.
+# Every gradient in this lesson is [STATE]: the program computes it from the inputs and the current
+# weights, and in training it lives for one step.
 
 # %% [setup] setup
 # Run this cell first. It checks your environment and loads what the lesson needs.
@@ -46,9 +53,10 @@ np.set_printoptions(precision=4, suppress=True)
 # %% [markdown]
 # ## 7.1 What a backward pass computes
 #
-# Training needs, for one scalar loss $L$ and every array $a$ the model holds or computes, the
-# gradient $\bar a = \partial L / \partial a$: an array **of the same shape as $a$**, entry by entry
-# "how much $L$ moves when this entry moves".
+# Training needs, for one scalar loss $L$ and every array $a$ the model holds ([LEARNED]) or computes
+# ([STATE]), the gradient $\bar a = \partial L / \partial a$ [STATE]: an array **of the same shape as $a$**,
+# entry by entry "how much $L$ moves when this entry moves". Only the [LEARNED] arrays' gradients are kept
+# for the optimiser; the others are stepping stones on the way to them.
 #
 # The chain rule runs backwards through the computation. If a layer computes $y = g(x)$, and we already
 # have $\bar y$ (called `dout`, the *upstream* gradient), then
@@ -135,8 +143,24 @@ hidden = True
 check_softmax_cross_entropy(points=3, hidden=hidden)
 
 # %% [markdown]
-# A small padded batch, through the reference: each real position's gradient row sums to 0, and the pad
-# row is all zeros.
+# A small padded batch through the reference: logits of shape (1, 3, 5), standard-normal random numbers over
+# $V = 5$ tokens, and targets `[4, 2, 0]` with `pad_id = 0`, so the third position is padding.
+
+# %% [markdown]
+# **Self-check 7.1 — predict, then run.** Before you run the next cell, predict (a) the third row of
+# `dlogits`, (b) what every row of `dlogits` sums to, and (c) whether the loss will be near 0, near
+# $\ln 5 \approx 1.61$, or above it.
+#
+# <details><summary>Answer</summary>
+#
+# (a) All zeros: a pad position is not a prediction, so it gets no gradient. (b) 0: $\hat p$ and $y$ each
+# sum to 1, so $\hat p - y$ sums to 0 (and the pad row is 0 anyway). (c) Slightly above $\ln 5$: the cell
+# prints 1.7245. Equal logits would give exactly $\ln V$; random unequal logits are *worse* than uniform on
+# average, because $\log \sum_k e^{z_k}$ is convex (Jensen's inequality), so the expected loss is at least
+# $\ln V$ (about 1.97 for standard-normal logits and $V = 5$). An untrained model with random logits
+# usually starts above $\ln V$.
+#
+# </details>
 
 # %%
 rng = np.random.default_rng(0)
@@ -156,14 +180,15 @@ print(f"loss {loss:.4f}\ndlogits\n{dlogits[0] + 0.0}\nrow sums {dlogits[0].sum(a
 # with $e_i$ the array that is 1 at entry $i$ and 0 elsewhere. This **central** difference has an error
 # that shrinks like $h^2$ (the $h^2$ terms of the two Taylor expansions cancel); the one-sided
 # $(f(x + h e_i) - f(x))/h$ only like $h$. But $h$ cannot be tiny: $f$ is known to about
-# $10^{-16}$ relative precision, and dividing by $h$ magnifies that rounding error like $10^{-16}/h$. In
-# float64 the sweet spot for central differences is near $h = 10^{-5}$; the figure after the exercise
-# measures it.
+# $10^{-16}$ relative precision, and dividing by $h$ magnifies that rounding error like $10^{-16}/h$. So
+# each method has a best $h$, where the two errors balance; the figure after the exercise measures it.
 #
 # Two arrays are then compared with the **relative error** $\lVert a - b\rVert / (\lVert a\rVert + \lVert b\rVert)$:
-# below about $10^{-7}$ the analytic gradient is right (in float64 with $h = 10^{-5}$ a right one usually
-# scores $10^{-10}$ or less), above $10^{-3}$ it is almost surely wrong, and 1 means it points the
-# opposite way. (`relative_error` is in `encdec`.)
+# below about $10^{-7}$ the analytic gradient is almost surely right (in float64 with $h = 10^{-5}$ a
+# right one usually scores $10^{-10}$ or less), above $10^{-3}$ it is almost surely wrong. It is never
+# above 1: exactly 1 means the two point in opposite directions or one of them is all zeros (a numerical
+# gradient that perturbed a copy of $x$, say), and two unrelated gradients of similar size score about 0.7.
+# (`relative_error` is in `encdec`.)
 #
 # **Checking a backward pass, not just a loss.** A backward function maps `dout` to $J^\top$ `dout`. Pick
 # a random `dout` and define the scalar $f(x) = \sum$ `dout` $\odot\, g(x)$. Its gradient is exactly
@@ -210,11 +235,24 @@ hidden = True
 check_numerical_gradient(points=2, hidden=hidden)
 
 # %% [markdown]
-# How big should $h$ be? The error of both estimates of $f'(1)$ for $f(x) = e^x \sin x$, against $h$,
-# on log–log axes. Right of the minimum the truncation error dominates and falls like $h$ (one-sided)
-# or $h^2$ (central), as the dashed lines of slope 1 and 2 show; left of it the rounding error
-# $\approx 10^{-16}/h$ takes over. The central difference at $h = 10^{-5}$ (dotted) is good to about
-# $10^{-11}$.
+# How big should $h$ be? The next cell plots the error of both estimates of $f'(1)$ for
+# $f(x) = e^x \sin x$, one-sided and central, against $h$ from $10^{-13}$ to $10^{-1}$, on log–log axes.
+
+# %% [markdown]
+# **Self-check 7.2 — predict, then run.** For each method, predict roughly at which $h$ its error is
+# smallest and how small it gets there, from the truncation error ($\propto h$ one-sided, $\propto h^2$
+# central) and the rounding error ($\approx 10^{-16}/h$). Why not take $h = 10^{-12}$ "to be more exact"?
+#
+# <details><summary>Answer</summary>
+#
+# The best $h$ balances the two errors. One-sided: $h \approx 10^{-16}/h$ gives $h \approx 10^{-8}$ and an
+# error near $10^{-8}$ (measured: $2.2 \cdot 10^{-8}$ at $h = 10^{-8}$). Central: $h^2 \approx 10^{-16}/h$
+# gives $h \approx 10^{-5}$ and an error near $10^{-11}$ (measured: $2.9 \cdot 10^{-11}$ at $h = 10^{-5}$, and
+# the smallest, $3.9 \cdot 10^{-12}$, at $h \approx 3 \cdot 10^{-6}$). So central differences are about a thousand
+# times more accurate at their best $h$. At $h = 10^{-12}$ rounding dominates: the errors are
+# $5.7 \cdot 10^{-5}$ (central) and $5.0 \cdot 10^{-4}$ (one-sided), worse than at $h = 10^{-5}$.
+#
+# </details>
 
 # %% [demo]
 f = lambda x: np.exp(x) * np.sin(x)  # noqa: E731
@@ -232,9 +270,15 @@ ax.axvline(1e-5, linestyle=plotting.LINES["threshold"], color=plotting.COLORS["r
 plt.show()
 
 # %% [markdown]
+# Right of each minimum the truncation error dominates and falls like $h$ (one-sided) or $h^2$ (central),
+# as the dashed lines of slope 1 and 2 show; left of it the rounding error $\approx 10^{-16}/h$ takes over.
+# The central difference at $h = 10^{-5}$ (dotted) is good to about $10^{-11}$.
+
+# %% [markdown]
 # Now the gradient checker at work on Exercise 7.1's gradient (the reference's; put your own
 # `softmax_cross_entropy` in its place to check yours), and against PyTorch's `cross_entropy`, which
-# ignores pad positions with `ignore_index` and averages over the rest, exactly like ours.
+# ignores pad positions with `ignore_index` and averages over the rest, like ours (one difference: for a
+# batch with no real token torch returns nan, ours 0).
 
 # %% [demo]
 import torch
@@ -268,7 +312,7 @@ print(f"dlogits vs torch autograd:     relative error {relative_error(dlogits, z
 #
 # where $\langle \bar p, p \rangle = \sum_j \bar p_j p_j$ is one number per row, taken along the softmax
 # axis. No $V \times V$ matrix is ever built. Where the forward softmax gave $p_j = 0$ (a masked key),
-# $\bar x_j = 0$: the mask needs no gradient.
+# $\bar x_j = 0$: no gradient flows back through a hidden score.
 #
 # ### Exercise 7.3 — `softmax_backward(dout, probs, axis=-1)` (3 points)
 #
@@ -301,8 +345,21 @@ check_softmax_backward(points=3, hidden=hidden)
 
 # %% [markdown]
 # The Jacobian of a 6-way softmax (red positive, blue negative): the full $\operatorname{diag}(p) - pp^\top$
-# on the left, the diagonal-only mistake on the right. Every row of the true Jacobian sums to 0, because
-# the probabilities always sum to 1; the diagonal-only one breaks that.
+# on the left, the diagonal-only mistake on the right. Rows are the outputs $p_j$, columns the inputs $x_k$.
+
+# %% [markdown]
+# **Self-check 7.3 — predict, then run.** The next cell also prints the row sums and the column sums of
+# $J = \operatorname{diag}(p) - pp^\top$, and the row sums of the diagonal-only Jacobian. Predict all three.
+#
+# <details><summary>Answer</summary>
+#
+# Every column of $J$ sums to 0: $\sum_j \partial p_j / \partial x_k = \partial (\sum_j p_j) / \partial x_k = 0$,
+# because the probabilities sum to 1 whatever the input. Every row sums to 0 too, since $J$ is symmetric;
+# read directly, $\sum_k \partial p_j / \partial x_k = p_j (1 - \sum_k p_k) = 0$ says that adding the same
+# number to every input changes nothing. The diagonal-only rows sum to $p_j(1 - p_j) > 0$: here 0.249, 0.159,
+# 0.106, 0.068, 0.042 and 0.026.
+#
+# </details>
 
 # %% [demo]
 p = ref.softmax(np.array([2.0, 1.0, 0.5, 0.0, -0.5, -1.0]))
@@ -312,9 +369,15 @@ plotting.matrix(J, ax=left, title="J = diag(p) - p pᵀ", xlabel="input x_k", yl
 plotting.matrix(np.diag(np.diag(J)), ax=right, title="diagonal only (wrong)", xlabel="input x_k", ylabel="output p_j",
                 label="dp_j / dx_k")
 plt.show()
-print("row sums of J:", J.sum(axis=1).round(12), "  diagonal only:", np.diag(J).round(3))
+print("row sums of J:   ", J.sum(axis=1).round(12) + 0.0)
+print("column sums of J:", J.sum(axis=0).round(12) + 0.0)
+print("row sums of the diagonal-only one:", np.diag(J).round(3))
 
 # %% [markdown]
+# Every column of the true Jacobian sums to 0, because the probabilities always sum to 1 whatever the input;
+# and since $J$ is symmetric, every row does too (adding the same number to every input changes nothing).
+# The diagonal-only one breaks both.
+#
 # Checked twice: against finite differences of $f(x) = \sum \bar p \odot \operatorname{softmax}(x)$ (7.3),
 # and against torch, which back-propagates the same $\bar p$ through `torch.softmax`.
 
@@ -340,10 +403,14 @@ print(f"softmax_backward vs torch autograd:     {relative_error(dx, xt.grad.nump
 # | $O = A V$ | $\bar A = \bar O V^\top$, $\ \bar V = A^\top \bar O$ | `(..., m, n)`, `(..., n, d_v)` |
 #
 # Each matrix-product rule comes from one pattern: if $O = AB$, then $\bar A = \bar O B^\top$ and
-# $\bar B = A^\top \bar O$; check it with shapes, they only fit one way. The $1/\sqrt{d_k}$ of the forward
-# pass reappears in the backward pass. The mask $M$ is a constant: its hidden entries have $A = 0$, so
-# their $\bar S$ is 0 and nothing flows into the hidden keys through them. As in Lesson 1, transpose
-# only the last two axes (`np.swapaxes(a, -1, -2)`), so the same code serves every batch shape.
+# $\bar B = A^\top \bar O$. Check it with shapes: when $m$, $n$ and the widths differ, they only fit one way.
+# In self-attention $m = n$, so `A @ dout` also has the shape of $V$: there the shapes cannot catch a
+# missing transpose, and only the gradient check can. The $1/\sqrt{d_k}$ of the forward pass reappears in
+# the backward pass. The mask array $M$ [STATE] (built for each batch by the masking rules [CONFIG]) is added
+# to the scores, not computed from $Q$ or $K$ or any [LEARNED] array, so it needs no gradient. Its hidden
+# entries have $A = 0$, so their $\bar S$ is 0 and nothing flows into the hidden keys through them. As in
+# Lesson 1, transpose only the last two axes (`np.swapaxes(a, -1, -2)`), so the same code serves every
+# batch shape.
 #
 # ### Exercise 7.4 — `attention_backward(dout, Q, K, V, weights)` (4 points)
 #
@@ -465,12 +532,29 @@ for name, analytic, arr, t in (("dx", dx, x, xt), ("dgamma", dgamma, gamma, gt))
 # %% [markdown]
 # ## 7.7 What a wrong gradient looks like
 #
-# The course keeps a catalog of wrong implementations (the ones the tests recognise). Here a few of
-# them meet the gradient checker, next to the correct backward passes. The correct ones sit near
-# $10^{-11}$, far below the dotted line at $10^{-7}$; the wrong ones land above $10^{-3}$. Note the
-# shapes of failure: a flipped sign gives exactly 1, and a wrong factor $c$ gives $|c - 1|/(c + 1)$ (the
-# missing $1/\sqrt{d_k}$ with $d_k = 4$ doubles the gradient: $1/3$), so a relative error is a clue to
-# the kind of mistake, not only to its presence.
+# The course keeps a catalog of wrong implementations (the ones the tests recognise). In the next cell a
+# few of them meet the gradient checker, next to the correct backward passes: the cross-entropy gradient
+# on logits of shape (2, 4, 6) with targets `[[1, 2, 3, 0], [4, 5, 0, 0]]` and `pad_id = 0`, the softmax
+# backward, the attention backward ($\bar Q$, with $d_k = 4$) and the RMSNorm backward ($\bar x$).
+#
+# Some mistakes multiply the whole gradient by a wrong factor $c$. Their relative error does not depend on
+# the numbers at all: $\lVert c\,a - a\rVert / (\lVert c\,a\rVert + \lVert a\rVert) = |c - 1| / (|c| + 1)$.
+
+# %% [markdown]
+# **Self-check 7.4 — predict, then run.** From $|c - 1|/(|c| + 1)$, predict the relative errors of (a) the
+# sign-flipped cross-entropy gradient $y - \hat p$, (b) the cross-entropy gradient not divided by $N$,
+# (c) the one that divides by all 8 positions, pads included, instead of $N$, and (d) the attention
+# backward without the $1/\sqrt{d_k}$.
+#
+# <details><summary>Answer</summary>
+#
+# (a) $c = -1$: $2/2 = 1$. (b) The targets hold $N = 5$ real tokens, so $c = 5$: $4/6 \approx 0.67$.
+# (c) $c = 5/8$: $(3/8)/(13/8) = 3/13 \approx 0.23$. (d) $\bar Q$ is $\sqrt{d_k} = 2$ times too large, $c = 2$:
+# $1/3$. The cell prints 1.0, 0.67, 0.23 and 0.33, and these do not change with the random seed. The
+# diagonal-only softmax and the RMSNorm with $r$ held constant are not a single factor, so the formula says
+# nothing about them; they still land far above $10^{-3}$.
+#
+# </details>
 
 # %% [demo]
 from encdec.mistakes import CATALOG
@@ -531,13 +615,37 @@ for k, e in rows.items():
     print(f"{k:<26} {e:.1e}")
 
 # %% [markdown]
+# The correct backward passes score between $10^{-12}$ and $10^{-10}$, far below the dotted line at
+# $10^{-7}$; every catalogued mistake lands above $10^{-3}$ (the smallest here, 0.11). A flipped sign gives
+# exactly 1 and a wrong factor $c$ gives $|c - 1|/(|c| + 1)$, so a relative error is a clue to the kind of
+# mistake, not only to its presence.
+
+# %% [markdown]
 # ## 7.8 The whole model
 #
 # The reference library chains exactly these pieces, plus the backward passes of a linear layer
 # ($\bar x = \bar y W^\top$, $\bar W = x^\top \bar y$ summed over positions, $\bar b = \sum \bar y$) and of
 # GELU (elementwise), into `encdec.training.backward(model, dlogits, cache)`: a gradient for every array
 # of `model.parameters()`. Here it meets torch autograd on the PyTorch twin with the same weights, on a
-# batch of the reversal task: every one of the model's arrays, compared.
+# batch of the reversal task: every one of the model's arrays, compared. Then finite differences of the loss
+# check a few entries of the embedding $E$ [LEARNED], the array used three times.
+
+# %% [markdown]
+# **Self-check 7.5 — explain why.** $E$ embeds the source tokens, embeds the target tokens, and is the tied
+# head. Why must `backward` add up three shares to get $\partial L / \partial E$? In this batch tokens 3 and
+# 11 occur in the source and in the shifted-right target, token 7 in neither: if `backward` kept only the
+# head's share, which of the three finite-difference lines printed below would still agree?
+#
+# <details><summary>Answer</summary>
+#
+# $L$ depends on $E$ along three paths, and by the chain rule the total derivative is the sum over the paths
+# (the "sharing" rule of 7.1); a finite difference always measures the total effect of moving $E[i, j]$.
+# The embedding shares reach only the rows of tokens that occur in the batch, so row 7 gets nothing but the
+# head's share: the `dL/dE[7,5]` line would still agree. The other two would not: the head's share alone is
+# 0.03906 for `dL/dE[3,0]` (total 0.03939) and +0.04036 for `dL/dE[11,15]`, whose total, −0.04997, even has the
+# other sign.
+#
+# </details>
 
 # %% [demo]
 from encdec import torch_model
@@ -617,10 +725,15 @@ check_backprop_order(points=1)
 #   $N$ real positions and 0 at the pads.
 # * Softmax: $\bar x = p \odot (\bar p - \langle \bar p, p \rangle)$, the full Jacobian, never only its diagonal.
 # * Attention: back through $AV$, the softmax and $QK^\top/\sqrt{d_k}$; the scale comes back, and the mask
-#   needs no gradient. RMSNorm: $r$ depends on $x$, which adds the second term; $\bar\gamma$ sums over positions.
+#   array [STATE], computed from no [LEARNED] array, needs no gradient. In self-attention ($m = n$) the shapes
+#   cannot catch a missing transpose; the gradient check can.
+# * RMSNorm: $r$ depends on $x$, which adds the second term; $\bar\gamma$ sums over positions.
 # * Central differences, one entry at a time, with $h \approx 10^{-5}$, check any backward pass through
-#   $f(x) = \sum \bar y \odot g(x)$; a relative error below $10^{-7}$ is right, above $10^{-3}$ is wrong.
+#   $f(x) = \sum \bar y \odot g(x)$; a relative error below $10^{-7}$ is almost surely right, above $10^{-3}$
+#   almost surely wrong (float64, smooth functions), and its value hints at the kind of mistake.
 #   Torch autograd agrees with every backward pass here, and with the whole model's.
+# * The backward pass visits the model in the reverse order of the forward pass, from the loss back to the
+#   embeddings; $\bar E$ is complete only when all three of its shares are in.
 #
 # **Next — Lesson 8, Training.** With every gradient in hand: a padding-aware loss with label smoothing,
 # the Adam optimiser, a warm-up schedule, and teacher forcing with all positions in one pass. The toy

@@ -10,6 +10,7 @@ import pytest
 
 from encdec.checks import lesson02 as L2
 from encdec.checks import lesson03 as L
+from encdec.checks import lesson04 as L4
 
 pytestmark = pytest.mark.lesson03
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,8 +121,23 @@ def _markdown(lesson):
 @pytest.mark.parametrize("lesson, prompts", [
     ("02_encoder", [L2.ENCODER_BLOCK_ORDER.prompt()]),
     ("03_decoder", [L.MASKED_ATTENTION_ORDER.prompt(), QUIZ.prompt()]),
+    pytest.param("04_cross_attention", [L4.QKV_ORDER.prompt()], marks=pytest.mark.lesson04),
 ])
 def test_the_notebooks_show_exactly_the_lists_the_checkers_grade(lesson, prompts):
     text = _markdown(lesson)
     for prompt in prompts:
         assert prompt in text
+
+
+def test_the_quiz_follows_the_one_rule_a_mask_rule_is_config_its_array_state():
+    """FIGURE_KEY's rule: the masking *rule* is set before the run, the mask *array* is computed
+    from the batch at hand; and STATE is defined by who computes it, not by being thrown away."""
+    by_text = {item.text: item.tag for item in QUIZ.items}
+    rules = [text for text in by_text if "rule" in text and "mask" in text]
+    arrays = [text for text in by_text if "mask array" in text]
+    assert rules and all(by_text[text] == "CONFIG" for text in rules)
+    assert arrays and all(by_text[text] == "STATE" for text in arrays)
+    state_texts = [L.MEANING["STATE"]] + [item.why for item in QUIZ.items if item.tag == "STATE"]
+    for text in state_texts:
+        assert "discarded" not in text and "thrown away" not in text, text
+    assert "before training" not in L.MEANING["CONFIG"]  # decoding settings are CONFIG too

@@ -195,9 +195,11 @@ def check_masked_attention_order(masked_attention_order=None, *, points=POINTS["
 # -- Exercise 3.6: a quiz, a new kind of check ------------------------------------------------------------
 TAGS = ("LEARNED", "CONFIG", "STATE")
 MEANING = {
-    "LEARNED": "a parameter: training changes it, one gradient step at a time, and it is saved with the model",
-    "CONFIG": "a choice made before training: nothing is computed from it by gradient descent, and no input changes it",
-    "STATE": "computed while the model runs, from the input in front of it, and thrown away afterwards",
+    "LEARNED": "a parameter: set by the optimiser, one step at a time, to lower the loss, and saved with the model",
+    "CONFIG": "set by a person before the run, or by a fixed formula of other CONFIG values: the same for every "
+              "input, and never changed by the optimiser",
+    "STATE": "computed by the running program from the inputs (or from the training so far); it lives for one "
+             "forward pass, one decoding run or a whole training run",
 }
 
 
@@ -332,14 +334,15 @@ TAG_QUIZ = TagQuiz(
         Item("the number of decoder blocks `N_dec`", "CONFIG",
              "you pick it before training; no gradient can add or remove a block."),
         Item("the attention weights of a decoder block, for one input", "STATE",
-             "the softmax computes them afresh from each input's queries and keys, then they are discarded."),
+             "the softmax computes them afresh from each input's queries and keys; a new input gives new weights."),
         Item("the embedding matrix `E`, shared by the source, the target and the output head", "LEARNED",
              "its rows are trained like any weight; tying it to the output head makes it one parameter "
              "used in three places, not a fixed table."),
         Item("the logits `h @ E.T` for one input", "STATE",
              "they are the output of a forward pass on one input; a new input gives new logits."),
         Item("the rule that position `i` may only look at positions `j <= i` (the causal-mask policy)", "CONFIG",
-             "it is a design decision fixed before training; the mask has no parameters and no input changes it."),
+             "the rule is a design decision fixed before training, the same for every input, with no parameters. "
+             "(The (m, m) array that create_causal_mask(m) builds from it for an input of length m is STATE.)"),
         Item("the RMSNorm gains `norm1_gamma`, `norm2_gamma`, `norm3_gamma`", "LEARNED",
              "they start at 1 but are trained like any other weight."),
         Item("the encoder output `H_enc` for one source sentence", "STATE",
@@ -359,7 +362,12 @@ TAG_QUIZ = TagQuiz(
         Item("the feed-forward weights `W1, b1, W2, b2`", "LEARNED",
              "weights and biases are both parameters: the optimiser updates them at every step."),
         Item("the learning rate and RMSNorm's `eps`", "CONFIG",
-             "you set them; the optimiser uses the learning rate but never changes it by gradient descent."),
+             "you set them before the run (a learning-rate schedule too: a fixed formula of the step number, "
+             "Lesson 8); the optimiser uses the learning rate but never learns it."),
+        Item("the mask array that `decoder_mask(tgt_in, pad_id)` builds for one batch of targets", "STATE",
+             "the program builds it from the batch at hand: its shape follows the target length and its hidden "
+             "columns follow where the pads are, so a new batch gives a new array. Only the rule it applies "
+             "(item 6) is CONFIG."),
     ],
 )
 

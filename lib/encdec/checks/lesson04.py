@@ -244,7 +244,8 @@ QKV_ORDER = Ordering(
         Step("the encoder reads the whole source sentence and returns H_enc",
              "H_enc is where the keys and values come from, and the decoder's cross-attention reads "
              "nothing else of the source: it must exist before anything else in this list."),
-        Step("project H_enc once into keys K = H_enc W_k and values V = H_enc W_v, and keep them",
+        Step("before the first decoding step, project H_enc into keys K = H_enc W_k and values "
+             "V = H_enc W_v, and keep them for every step",
              "K and V are made from H_enc, so they need the encoder's output; they depend on nothing the "
              "decoder writes, so they are made once, before the first decoding step, and reused by every step."),
         Step("at decoding step t, project the decoder's current state into a query q_t = h_t W_q",

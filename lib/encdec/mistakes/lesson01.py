@@ -61,8 +61,9 @@ def softmax(x, axis=-1):  # noqa: F811
 
 # -- Exercise 1.2 scaled dot-product attention ---------------------------------------------------------
 @mistake("scaled_dot_product_attention", "no_scale",
-         "the scores are not divided by sqrt(d_k). Dot products of d_k-dimensional vectors grow "
-         "like sqrt(d_k), which saturates the softmax; scale them by 1/sqrt(d_k).")
+         "the scores are not divided by sqrt(d_k). The spread (standard deviation) of dot products of "
+         "d_k-dimensional vectors grows like sqrt(d_k), which saturates the softmax; scale the scores "
+         "by 1/sqrt(d_k).")
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2)
     if mask is not None:
@@ -143,7 +144,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):  # noqa: F811
 
 @mistake("scaled_dot_product_attention", "transpose_only_2d",
          "K.T reverses *all* axes of a batched K (B, n, d_k) -> (d_k, n, B). Swap only the last two: "
-         "np.swapaxes(K, -1, -2) or K.transpose(0, 2, 1).")
+         "np.swapaxes(K, -1, -2), which works for any number of leading axes.")
 def scaled_dot_product_attention(Q, K, V, mask=None):  # noqa: F811
     scores = Q @ K.T / np.sqrt(Q.shape[-1])
     if mask is not None:
@@ -169,8 +170,9 @@ def sinusoidal_positions(n, d):
 
 
 @mistake("sinusoidal_positions", "column_index_exponent",
-         "each column j uses its own frequency 10000^(j/d). The pair of columns (2i, 2i+1) must "
-         "share one frequency 10000^(2i/d): that is what makes PE[pos + k] a rotation of PE[pos].")
+         "each column j uses its own angle pos / 10000^(j/d). The pair of columns (2i, 2i+1) must "
+         "share one angle, pos / 10000^(2i/d) (one frequency, 1/10000^(2i/d)): that is what makes "
+         "PE[pos + k] a rotation of PE[pos].")
 def sinusoidal_positions(n, d):  # noqa: F811
     j = np.arange(d)
     angles = _angles(n, d, j)

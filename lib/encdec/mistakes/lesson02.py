@@ -57,8 +57,9 @@ def rms_norm(x, gamma, eps=1e-6):  # noqa: F811
 
 
 @mistake("rms_norm", "eps_ignored",
-         "eps is never used. For an all-near-zero vector the RMS is almost 0 and the division blows "
-         "up; add eps inside the square root: sqrt(mean(x**2) + eps).")
+         "eps is never used. For an all-zero vector the RMS is 0 and 0/0 gives nan; a near-zero "
+         "vector is blown up to unit size, noise included. Add eps inside the square root: "
+         "sqrt(mean(x**2) + eps).")
 def rms_norm(x, gamma, eps=1e-6):  # noqa: F811
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True)) * gamma
 
@@ -165,9 +166,10 @@ def padding_mask(tokens, pad_id):  # noqa: F811
 
 
 @mistake("padding_mask", "large_negative",
-         "pads get a large negative number (like -1e9) instead of -inf. It is a common stand-in, "
-         "but it is not exactly hidden: scores can be as large, and in float16 -1e9 overflows. The "
-         "course's masks are exactly 0.0 and -np.inf.")
+         "pads get a large negative number (like -1e9) instead of -inf. With ordinary scores it "
+         "hides them just as well, but it is not the course's convention: a row whose keys are all "
+         "hidden then gets the softmax of its raw scores instead of zeros. The course's masks are "
+         "exactly 0.0 and -np.inf.")
 def padding_mask(tokens, pad_id):  # noqa: F811
     return np.where(np.asarray(tokens) == pad_id, -1e9, 0.0)[..., None, None, :]
 

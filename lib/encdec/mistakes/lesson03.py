@@ -52,9 +52,10 @@ def create_causal_mask(seq_len):  # noqa: F811
 
 
 @mistake("create_causal_mask", "large_negative",
-         "the future gets a large negative number (like -1e9) instead of -inf. It is a common "
-         "stand-in, but not exactly hidden, and it overflows in float16. The course's masks are "
-         "exactly 0.0 and -np.inf.")
+         "the future gets a large negative number (like -1e9) instead of -inf. In float32 and float64 "
+         "the weights come out the same (exp underflows to exactly 0). But a row whose keys are all "
+         "hidden then spreads its weight evenly over them instead of getting zeros, and -1e9 does not "
+         "fit in float16 (it becomes -inf). The course's masks are exactly 0.0 and -np.inf.")
 def create_causal_mask(seq_len):  # noqa: F811
     return np.where(np.triu(np.ones((seq_len, seq_len), dtype=bool), k=1), -1e9, 0.0)
 
@@ -129,7 +130,7 @@ def causal_self_attention(x, W_q, W_k, W_v):
 
 
 @mistake("causal_self_attention", "mask_after_softmax_added",
-         "the mask is added after the softmax, which puts -inf into the weights and nan or -inf "
+         "the mask is added after the softmax, which puts -inf into the weights and nan or ±inf "
          "into the output. Add the mask to the scores, before the softmax.")
 def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
     Q, K, V = x @ W_q, x @ W_k, x @ W_v

@@ -101,7 +101,8 @@ class Canvas:
             raise ValueError(f"a chip is LEARNED or CONFIG, got {tag!r}")
         self._code(code)
         color = COLORS.get(role, NEUTRAL) if role else NEUTRAL
-        faded, lit = self._faded(key), self._lit(key)
+        lit = self._lit(key) or (tag == "LEARNED" and "learned" in self.highlight)  # every parameter at once
+        faded = self._faded(key) and not lit
         if faded:
             color = _tint(color, 0.6)
         if lit:
@@ -196,14 +197,14 @@ LESSON_TITLES = {
 }
 MAP_PARTS = {  # what each lesson adds to the model: the keys the course map highlights
     1: {"enc_self", "dec_self", "cross", "positions_src", "positions_tgt", "positions"},
-    2: {"enc_block", "enc_self", "enc_ffn", "src_mask"},
+    2: {"enc_block", "enc_self", "enc_ffn", "src_mask", "enc_final"},
     3: {"dec_self", "tgt_mask", "head", "embedding"},
-    4: {"cross", "H_enc"},
+    4: {"cross", "H_enc", "src_mask"},
     5: {"dec_block", "dec_self", "cross", "dec_ffn"},
     6: {"embed_src", "embed_tgt", "embedding", "positions", "enc_final", "dec_final", "head", "enc_block",
         "dec_block", "enc_self", "enc_ffn", "dec_self", "cross", "dec_ffn", "H_enc", "src", "tgt"},
-    7: {"loss", "backward"},
-    8: {"loss", "backward", "optimizer", "tgt"},
+    7: {"loss", "backward", "learned", "embedding"},
+    8: {"loss", "backward", "optimizer", "tgt", "learned", "embedding"},
     9: {"decode", "feedback"},
     10: {"loss", "backward", "optimizer", "decode", "feedback", "device"},
 }
@@ -235,15 +236,15 @@ def course_map(lesson=None):
     # the encoder stack
     c.frame(1.6, 2.75, 6.8, 7.35, "source", key="enc_block", label="encoder block (EncoderBlock)")
     c.chip(6.35, 7.0, "× N_enc", "CONFIG", key="enc_block")
-    c.arrow((ex, 2.31), (ex, 3.35), "(B, n, d_model)", key="embed_src", label_pos=0.72)
+    c.arrow((ex, 2.31), (ex, 3.35), "(B, n, d_model)", key="embed_src", label_pos=0.3)
     c.box(ex, 3.85, 4.0, 0.9, "self_attn: multi-head self-attention\nbidirectional, padding mask", "source",
           key="enc_self", code=("self_attn",))
     c.chip(ex, 4.62, "norm1_gamma", "LEARNED", key="enc_block", code=("norm1_gamma",), fontsize=7)
     c.arrow((ex, 4.3), (ex, 5.45), key="enc_block")
     c.box(ex, 5.85, 4.0, 0.8, "ffn: feed-forward, GELU\neach position alone", "source", key="enc_ffn", code=("ffn",))
     c.chip(ex, 6.62, "norm2_gamma", "LEARNED", key="enc_block", code=("norm2_gamma",), fontsize=7)
-    c.text(1.8, 3.1, "each sublayer: x + F(RMSNorm(x))", key="enc_block", fontsize=7, style="italic")
-    c.chip(2.0, 4.9, "src_mask\nrule: hide pads", "CONFIG", key="src_mask", fontsize=6.5)
+    c.text(4.75, 3.05, "each sublayer:\nx + F(RMSNorm(x))", key="enc_block", fontsize=6.5, style="italic", va="center")
+    c.chip(2.0, 4.9, "src_mask rule:\nhide pads (here and\nin cross-attention)", "CONFIG", key="src_mask", fontsize=6)
     c.arrow((ex, 6.25), (ex, 7.85), key="enc_block")
     c.box(ex, 8.2, 3.4, 0.72, "final RMSNorm\nencoder_norm_gamma", "source", key="enc_final", code=("encoder_norm_gamma",),
           fontsize=8)
@@ -256,7 +257,7 @@ def course_map(lesson=None):
     # the decoder stack
     c.frame(8.5, 2.75, 13.6, 9.15, "target", key="dec_block", label="decoder block (DecoderBlock)")
     c.chip(13.1, 8.8, "× N_dec", "CONFIG", key="dec_block")
-    c.arrow((dx, 2.31), (dx, 3.35), "(B, m, d_model)", key="embed_tgt", label_pos=0.72)
+    c.arrow((dx, 2.31), (dx, 3.35), "(B, m, d_model)", key="embed_tgt", label_pos=0.3)
     c.box(dx, 3.85, 4.0, 0.9, "self_attn: masked self-attention\ncausal + target padding", "target",
           key="dec_self", code=("self_attn",))
     c.chip(dx, 4.62, "norm1_gamma", "LEARNED", key="dec_block", code=("norm1_gamma",), fontsize=7)
@@ -285,8 +286,17 @@ def course_map(lesson=None):
     c.line([(dx + 4.2, 12.3), (15.6, 12.3), (15.6, 1.0), (dx + 2.85, 1.0)], role="target", key="feedback",
            dashed=True)
     c.text(15.45, 6.6, "appended to tgt_in,\nnext step", key="feedback", fontsize=6.5, ha="right", style="italic")
-    c.line([(dx - 4.8, 12.3), (1.0, 12.3), (1.0, 2.9)], key="backward", dashed=True)
-    c.text(1.12, 11.8, "gradients of every\n[LEARNED] array", key="backward", fontsize=6.5, style="italic")
+    if "backward" in c.highlight:  # the backward pass: every forward arrow, run the other way
+        back = [(dx - 2.4, 11.99, dx - 0.55, 11.2), (dx + 0.35, 10.55, dx + 0.35, 10.2),
+                (dx + 0.35, 9.6, dx + 0.35, 8.05), (dx + 0.35, 7.25, dx + 0.35, 6.3), (dx + 0.35, 5.4, dx + 0.35, 4.3),
+                (dx + 0.35, 3.35, dx + 0.35, 2.31), (ex + 0.35, 7.85, ex + 0.35, 6.25),
+                (ex + 0.35, 5.45, ex + 0.35, 4.3), (ex + 0.35, 3.35, ex + 0.35, 2.31),
+                (ex + 1.9, 1.85, 6.75, 1.85), (dx - 1.9, 1.85, 8.45, 1.85)]
+        for x0, y0, x1, y1 in back:
+            c.arrow((x0, y0), (x1, y1), key="backward", lw=1.0)
+        c.line([(8.7, 5.55), (7.75, 5.55), (7.75, 7.95), (ex + 1.75, 7.95)], key="backward", lw=1.0)
+        c.text(0.5, 12.0, "gradients flow back along\nevery arrow: head, decoder,\nH_enc, encoder, down to E;\n"
+               "every [LEARNED] array gets one", key="backward", fontsize=6.5, style="italic", va="top")
     c.chip(2.9, 10.9, "optimizer: Adam\nschedule, lr", "CONFIG", key="optimizer", fontsize=6.5)
     c.chip(2.9, 9.75, "NumPy, or PyTorch\non a GPU", "CONFIG", key="device", fontsize=6.5)
     c.legend(y=0.3)
@@ -332,14 +342,16 @@ def decoder_block():
            color=COLORS["target"])
     y1 = _sublayer(c, 1.7, "norm1_gamma", "self_attn: masked self-attention\nsoftmax(QKᵀ/√d_k + mask) V",
                    "target", "W_q W_k W_v W_o", code=("self_attn", "W_q", "W_k", "W_v", "W_o"))
-    c.chip(9.05, 2.9, "self_attn_mask (B, 1, m, m)\nrule: causal + target padding", "CONFIG", fontsize=6.8,
-           ha="left", code=("self_attn_mask",))
+    c.chip(10.9, 2.9, "rule: causal\n+ target padding", "CONFIG", fontsize=6.8, ha="left")
+    c.arrow((10.85, 2.9), (8.75, 2.9), "self_attn_mask\n(B, 1, m, m)", label_side="above", fontsize=6.5,
+            label_pos=0.5, code=("self_attn_mask",))
     y2 = _sublayer(c, y1 + 0.45, "norm2_gamma", "cross_attn: cross-attention\nQ from x, K and V from H_enc",
                    "cross", "W_q W_k W_v W_o", code=("cross_attn",))
     c.arrow((14.6, y1 + 1.65), (8.7, y1 + 1.65), "H_enc (B, n, d_model) from the encoder", role="cross",
             label_side="above", label_pos=0.45, fontsize=7)
-    c.chip(9.05, y1 + 2.45, "cross_attn_mask (B, 1, 1, n)\nrule: hide source pads", "CONFIG", fontsize=6.8,
-           ha="left", code=("cross_attn_mask",))
+    c.chip(10.9, y1 + 2.45, "rule: hide\nsource pads", "CONFIG", fontsize=6.8, ha="left")
+    c.arrow((10.85, y1 + 2.45), (8.75, y1 + 1.95), "cross_attn_mask\n(B, 1, 1, n)", label_side="above",
+            fontsize=6.5, label_pos=0.45, code=("cross_attn_mask",))
     _sublayer(c, y2 + 0.45, "norm3_gamma", "ffn: feed-forward\nGELU(x W1 + b1) W2 + b2", "target",
               "W1 b1 W2 b2", code=("ffn", "W1", "b1", "W2", "b2"))
     c.legend(y=0.3)
@@ -476,8 +488,8 @@ def _grid(c, x, y, rows, cols, colors, cell=0.36, label=None, label_below=None, 
 
 
 def _head_colors(n_heads):
-    """One colour per head: tints of the target colour, light to dark, so heads stay apart in grey too."""
-    return [_tint(COLORS["target"], a) for a in np.linspace(0.7, 0.05, n_heads)]
+    """One colour per head: tints of the source colour, light to dark, so heads stay apart in grey too."""
+    return [_tint(COLORS["source"], a) for a in np.linspace(0.75, 0.15, n_heads)]
 
 
 def multi_head_split(T=3, d_model=8, n_heads=2):
@@ -517,20 +529,21 @@ def multi_head_split(T=3, d_model=8, n_heads=2):
            ha="center", va="bottom", fontsize=7.5)
     # attention in every head at once
     c.box(8.5, 3.1, 9.6, 0.75, f"scaled_dot_product_attention in every head at once: weights {(n_heads, T, T)}, "
-          f"scaled by √d_k = √{d_k}", "target", fontsize=8)
+          f"scaled by √d_k = √{d_k}", "source", fontsize=8)
     c.arrow((x0 + 1.0, 4.1), (x0 + 1.0, 3.5))
     c.arrow((4.0, 2.7), (4.0, 2.15), f"heads' outputs {split_shape}", label_side="right", fontsize=7)
     # merge: back to (T, d_model), heads side by side, then W_o mixes them
     right, _ = _grid(c, 1.0, 2.0, T, d_model, cols, cell,
                      label_below=f"merge_heads: swap back, reshape → {merged_shape}")
     c.arrow((right + 0.15, 1.45), (right + 1.4, 1.45), "@ W_o", label_side="above", fontsize=7.5)
-    mixed = [[_tint(COLORS["target"], 0.35)] * d_model for _ in range(T)]
+    mixed = [[_tint(COLORS["source"], 0.45)] * d_model for _ in range(T)]
     right, _ = _grid(c, right + 1.6, 2.0, T, d_model, mixed, cell,
                      label_below=f"output {merged_shape}: W_o mixes the heads")
     c.chip(right + 0.4, 1.45, "W_q W_k W_v W_o (d_model, d_model)", "LEARNED", fontsize=7, ha="left")
     c.chip(right + 0.4, 2.25, f"n_heads = {n_heads}", "CONFIG", fontsize=7, ha="left")
     c.text(x0 + n_heads * (d_k * cell + 0.4) + 0.1, 5.75, "a bare reshape to (h, T, d_k) would\nput the first "
-           "T·d_k numbers of Q\ninto head 0, mixing tokens: the\nswap keeps each token's row whole",
+           "T·d_k numbers of Q\ninto head 0, mixing tokens; after\nthe swap, row t of every head\n"
+           "comes from token t",
            fontsize=6.8, style="italic", color=COLORS["highlight"], va="top")
     c.legend(y=0.3)
     fig = c.finish(
@@ -580,8 +593,8 @@ def cross_attention_flow(m=4, n=6, n_pads=2):
            fontsize=7.5, weight="bold", color=COLORS["cross"])
     c.text(sx + n * cell + 0.2, sy - m * cell / 2, "each row sums\nto 1 over\nthe source", va="center",
            fontsize=7, color="#333333")
-    c.text(sx - 0.2, sy - m * cell / 2, "rectangular: m ≠ n.\nHatched: source pads,\nhidden by padding_mask\n"
-           "of shape (B, 1, 1, n)", ha="right", va="center", fontsize=7, color="#555555")
+    c.text(sx - 0.2, sy - m * cell / 2, "rectangular: m ≠ n.\nHatched: source pads,\nhidden by padding_mask,\n"
+           "one row for all m queries", ha="right", va="center", fontsize=7, color="#555555")
     c.arrow((4.2, 6.75), (sx + 0.3, sy + 0.08), role="target")
     c.arrow((11.05, 7.2), (sx + n * cell - 0.2, sy + 0.08), "Kᵀ", role="source", label_side="above",
             fontsize=7.5, label_pos=0.55)
