@@ -3,12 +3,17 @@
 #
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 9 of 10*
 #
+# ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, decoding (choosing the next token from the logits and feeding it back in as the decoder's next input), outlined in red and the rest faded](../figures/course_map_09.svg)
+# *The course map. In red: decoding, which picks the next token from the logits and appends it to the decoder's input for the next step. The [figure key](../FIGURE_KEY.md) explains the shapes.*
+#
 # A trained model does not write sentences. At each position it gives a probability for every token
 # of the vocabulary, given the source and the tokens before it. Turning those distributions into one
 # output sequence is **decoding**, and it is a choice: take the likeliest token each time, draw one at
-# random, or search for the sequence whose total probability is highest. Each step of any of these
-# runs the decoder once more, and done naively each step recomputes everything the previous steps
-# already computed. The KV cache removes that waste.
+# random, or search among many candidate sequences for one whose total probability is high. Each step
+# of any of these runs the decoder once more, and done naively each step recomputes everything the
+# previous steps already computed. The KV cache removes that waste for greedy decoding and sampling
+# (section 9.5). The course's beam search runs without it: a cache there would have to be reordered
+# each time hypotheses are dropped or duplicated.
 #
 # **Learning goals.** By the end of this lesson you can
 #
@@ -16,11 +21,12 @@
 #    and stops each sequence at its end-of-sequence token;
 # 2. sample the next token with a temperature, top-k and top-p (nucleus) filtering, and say what each
 #    does to the distribution;
-# 3. write beam search with length normalisation, and say why the normalisation is needed;
+# 3. trace a beam search by hand, write it with length normalisation, say why the normalisation is
+#    needed, and say what beam search does and does not guarantee;
 # 4. write one decoder step with a KV cache, where self-attention's cache grows one row per step and
 #    cross-attention's keys and values are computed once;
-# 5. show that cached decoding returns exactly the tokens of uncached decoding, and measure how much
-#    faster it is;
+# 5. show that cached decoding returns exactly the tokens of uncached decoding (its logits agree to
+#    rounding), measure how much faster it is, and say what the cache does not save;
 # 6. put the steps of one cached decoding step in order.
 #
 # **Recap of Lesson 8.** One training step shifts the targets right, runs the model once over all $m$
@@ -32,11 +38,12 @@
 # **How exercises work.** Replace each stub (`raise NotImplementedError()`) with your code, run the
 # cell, then run the test cell below it: it compares your function with the course's reference on
 # many inputs and says *what* is wrong, often naming the misconception. The models your functions
-# receive are the course library's `encdec.Seq2Seq`, so a mistake in an earlier lesson never costs you
-# points here.
+# receive are the course library's `encdec.Seq2Seq` (and, for beam search, also the small stand-in model
+# of section 9.4), so a mistake in an earlier lesson never costs you points here.
 #
-# Tags: **[LEARNED]** changed by training, **[CONFIG]** chosen before training (or before decoding),
-# **[STATE]** computed while the model runs. Figures follow the course's [figure key](../FIGURE_KEY.md).
+# Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
+# same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.
+# The [figure key](../FIGURE_KEY.md) gives the rule with examples, and what every colour and shape means.
 
 # %% [setup] setup
 # Run this cell first. It checks your environment and loads what the lesson needs.
@@ -175,15 +182,20 @@ for s, good, shaky, t in zip(sources, ref.greedy_decode(model, sources, BOS, EOS
 # model's distribution instead. Three knobs [CONFIG] shape that distribution first:
 #
 # * **Temperature** $T$: $p = \operatorname{softmax}(z / T)$. $T < 1$ sharpens the distribution
-#   towards the argmax, $T > 1$ flattens it towards uniform, $T = 1$ leaves it as trained. $T = 0$ is
-#   the limit: all the mass on the argmax, that is, greedy.
-# * **Top-k**: keep only the $k$ most probable tokens (the $k$-th largest logit included), drop the
-#   rest, renormalise.
+#   towards the argmax, $T > 1$ flattens it towards uniform, $T = 1$ leaves it as trained. As
+#   $T \to 0$ all the mass goes to the argmax (shared equally by tied maxima), so $T = 0$ is defined as
+#   that limit: the argmax itself, ties going to the lowest id. That is greedy.
+# * **Top-k**: keep the tokens whose logit is at least the $k$-th largest ($k$ tokens; more only when
+#   several tie with the $k$-th), drop the rest, renormalise.
 # * **Top-p**, the *nucleus*: keep the **smallest** set of most probable tokens whose total
 #   probability reaches $p$, drop the rest, renormalise. Sort the probabilities in decreasing order;
 #   a token is kept when the mass of the tokens ranked above it is still **below** $p$. The token that
 #   carries the total over $p$ is therefore kept, and the most probable token is always kept. Unlike
-#   top-k, the nucleus is small when the model is sure and large when it is not.
+#   top-k, the nucleus is small when the model is sure and large when it is not. When probabilities
+#   tie, the reference ranks the lower token id first. And a total that lands exactly on $p$ is at the
+#   mercy of rounding: with probabilities 0.7, 0.2, 0.1 and $p = 0.9$ it keeps all three tokens, because
+#   the mass ranked above the third comes out a hair below 0.9 (in floating point even 0.7 + 0.2 is
+#   0.8999999999999999).
 #
 # They apply in this order: temperature, then top-k, then top-p on the renormalised top-k
 # distribution. Then draw one token per row. With `rng` a NumPy `Generator`, the **inverse CDF** draws
@@ -191,6 +203,10 @@ for s, good, shaky, t in zip(sources, ref.greedy_decode(model, sources, BOS, EOS
 # cumulative distribution that are $\le u$.
 #
 # $$p = (0.5, 0.3, 0.2), \quad \text{cdf} = (0.5, 0.8, 1.0), \quad u = 0.65 \ \Rightarrow\ \#\{\text{cdf} \le 0.65\} = 1 \ \Rightarrow\ \text{token } 1 .$$
+#
+# The cumulative sum can end a hair below 1 through rounding. So scale $u$ by its last entry,
+# `u = rng.random(...) * cdf[..., -1:]`, as the reference does; then the count can never pass the last
+# token.
 #
 # ### Exercise 9.2 — `sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None)` (3 points)
 #
@@ -205,7 +221,7 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None)
 
     Inputs:  logits       (..., V) float
              temperature  T >= 0 (0: the argmax, no randomness)
-             top_k        keep the k most probable tokens (None: all)
+             top_k        keep the tokens whose logit is at least the k-th largest (None: all)
              top_p        keep the smallest set of most probable tokens whose probability reaches p (None: all)
              rng          a numpy Generator (or a seed): every random number comes from it
     Returns: integer ids of shape (...): one token per row of logits.
@@ -229,8 +245,8 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None)
         p = np.where(keep, p, 0.0)
         p = p / p.sum(axis=-1, keepdims=True)
     cdf = np.cumsum(p, axis=-1)  # (..., V)
-    u = rng.random(p.shape[:-1] + (1,))  # (..., 1)
-    return np.minimum(np.sum(cdf <= u, axis=-1), p.shape[-1] - 1)
+    u = rng.random(p.shape[:-1] + (1,)) * cdf[..., -1:]  # (..., 1): below the last entry, even if rounding left it under 1
+    return np.minimum(np.sum(cdf <= u, axis=-1), p.shape[-1] - 1)  # the minimum is only a guard
     ### END SOLUTION
 
 
@@ -248,7 +264,22 @@ check_sample_next_token(points=3, hidden=hidden)
 # What the knobs do to one distribution over eight letters (computed with the reference
 # `next_token_distribution`, the distribution `sample_next_token` draws from). Top row: the
 # temperature reshapes every probability. Bottom row: top-p cuts the tail, and the red bars are the
-# tokens it keeps; at $p = 0.6$ only two letters are left.
+# tokens it keeps; each title says how many.
+
+# %% [markdown]
+# **Self-check 9.1 — predict, then run.** At $T = 1$ the eight letters have probabilities 0.371, 0.249,
+# 0.151, 0.101, … (cumulative 0.371, 0.619, 0.770, …, and 0.990 before the last letter). How many
+# letters does top-p keep at $p = 1.0$, and how many at $p = 0.6$?
+#
+# <details><summary>Answer</summary>
+#
+# At $p = 1.0$ all 8: the mass ranked above the last letter is 0.990 < 1, so even the least likely
+# letter is kept, and $p = 1$ means no filtering. At $p = 0.6$, 2 letters, not 1: the first letter
+# alone holds only 0.371 < 0.6, and the second is kept because the mass ranked above it (0.371) is
+# still below $p$. The token that carries the total over $p$ belongs to the nucleus. (At $p = 0.37$
+# only one letter would be kept; at $p = 0.371$, two.)
+#
+# </details>
 
 # %% [demo]
 letters = task.letters
@@ -270,8 +301,9 @@ plt.show()
 # setting (a small sampling loop over the reference `decode_step` of section 9.5; the first six are
 # shown). At low temperature almost every sample is greedy decoding's answer. As the temperature rises
 # the samples spread over ever more outputs, and most are wrong: one unlikely letter anywhere spoils a
-# sequence. Top-p cuts the unlikely tail at every step, and at the same temperature most samples are
-# right again.
+# sequence. Top-p cuts the unlikely tail at every step. At the same temperature, about half of the
+# samples or more are right again (instead of almost none), and they spread over only a handful of
+# outputs.
 
 # %% [demo]
 def sample_decode(model, src, temperature, top_p, rng, max_len=7):
@@ -307,32 +339,192 @@ for T, top_p in ((0.5, None), (1.0, None), (2.0, None), (2.0, 0.5)):
 #
 # $$\log P(y \mid x) = \sum_{t=1}^{|y|} \log p(y_t \mid y_{<t}, x).$$
 #
-# **Beam search** keeps the `beam_width` best partial outputs (hypotheses) instead of one. At every step:
+# **Beam search** keeps the `beam_width` [CONFIG] best partial outputs (*hypotheses*) instead of one. At
+# every step it extends each live hypothesis by every allowed token, ranks all these candidates by
+# their total log-probability, and keeps the best ones.
 #
-# 1. extend every live hypothesis by every allowed token (`<bos>` and `<pad>` banned, as in greedy:
-#    set their logits to $-\infty$ **before** `log_softmax`); a candidate's score is its total
-#    log-probability, the parent's total plus the token's log-probability;
-# 2. walk the candidates from best to worst: one that ends in `<eos>` is **finished** (it is kept if it
-#    is among the `beam_width` best candidates of this step), any other joins the new beam, until the
-#    new beam holds `beam_width` hypotheses;
-# 3. stop once `beam_width` hypotheses have finished, or after `max_len` steps.
-#
-# Every log-probability is negative, so the total favours **short** outputs: a sequence that stops early
-# has fewer negative terms. To compare finished hypotheses of different lengths, divide by a power
-# of the length (counting the `<eos>`):
+# Every log-probability is at most 0 (negative unless the model is certain), so the total favours
+# **short** outputs: a sequence that stops early has fewer negative terms. To compare finished
+# hypotheses of different lengths, divide by a power of the length:
 #
 # $$\text{score}(y) = \frac{\log P(y \mid x)}{|y|^{\alpha}}, \qquad \alpha \in [0, 1]\ \text{[CONFIG]}.$$
 #
-# $\alpha = 0$ is the raw total, $\alpha = 1$ the mean log-probability per token. Within one step all
-# candidates have the same length, so the search itself ranks by the plain total; the normalised score
-# only ranks the results. Return the `beam_width` best by normalised score, best first: the finished
-# hypotheses, and when fewer than `beam_width` finished, the best unfinished ones after them. With
-# `beam_width = 1` beam search is greedy decoding.
+# $\alpha = 0$ is the raw total, $\alpha = 1$ the mean log-probability per token. (This is the simplest of
+# several conventions; GNMT, for one, divides by $((5+|y|)/6)^{\alpha}$.) Within one step all candidates
+# have the same length, so the search itself ranks by the plain total; the normalised score only ranks
+# the results.
+#
+# Small details decide which hypotheses survive, so here are the **rules of the course's beam search**,
+# exactly. The reference `beam_search` follows them, and so will yours:
+#
+# * **What is scored.** A candidate's total log-probability: its parent's total plus the new token's
+#   `log_softmax`, taken after `<bos>` and `<pad>` are banned (their logits set to $-\infty$ **before**
+#   `log_softmax`, so that the allowed tokens' probabilities sum to 1).
+# * **The walk.** All candidates of a step (every live hypothesis extended by every token) are ranked by
+#   their totals, best first, from rank 0, and walked in that order until the new beam holds
+#   `beam_width` live hypotheses (or the allowed candidates run out).
+# * **When a hypothesis finishes.** When its new token is `<eos>`, and only if that candidate's rank is
+#   below `beam_width`. An `<eos>` candidate ranked lower is discarded.
+# * **Finished hypotheses take no slot.** A finished hypothesis leaves the beam, and the walk goes on
+#   until the beam holds `beam_width` live hypotheses again.
+# * **When the search stops.** As soon as `beam_width` hypotheses have finished (counted over all
+#   steps), or after `max_len` steps, or when no live hypothesis is left.
+# * **The length.** $|y|$ counts the generated tokens, `<eos>` included and `<bos>` excluded. It is used
+#   only to rank the results.
+# * **What is returned.** A list of at most `beam_width` pairs (tokens, normalised score), best first:
+#   the finished hypotheses, then, only if fewer than `beam_width` finished, the best live ones.
+#
+# ### A beam search by hand
+#
+# A model small enough to follow with pencil and paper. Its vocabulary is `<pad>`, `<bos>`, `<eos>`,
+# `a`, `b` (ids 0 to 4), and it ignores the source: the next token's probabilities depend only on the
+# tokens generated so far. After the ban, the allowed tokens have exactly these probabilities (a third
+# each after any other prefix):
+#
+# | generated so far | P(a) | P(b) | P(`<eos>`) |
+# |---|---|---|---|
+# | (nothing) | 0.5 | 0.4 | 0.1 |
+# | a | 0.3 | 0.2 | 0.5 |
+# | b | 0.9 | 0.05 | 0.05 |
+# | a a | 0.1 | 0.3 | 0.6 |
+# | b a | 0.3 | 0.2 | 0.5 |
+# | b a a | 0.005 | 0.005 | 0.99 |
+#
+# Take `beam_width` = 2, $\alpha = 1$ and `max_len` = 5. A candidate's total is the log of the product of
+# its tokens' probabilities. At each step the candidates are listed best first, with the rank the walk
+# gives them; "—" marks candidates the walk never reaches, because the beam is full before them:
+#
+# | step | beam going in | rank | candidate | probability | total (its log) | what happens |
+# |---|---|---|---|---|---|---|
+# | 1 | `<bos>` | 0 | a | 0.5 | −0.6931 | joins the beam |
+# | | | 1 | b | 0.4 | −0.9163 | joins the beam, which is now full |
+# | | | — | `<eos>` | 0.1 | −2.3026 | never reached |
+# | 2 | a, b | 0 | b a | 0.4 × 0.9 = 0.36 | −1.0217 | joins the beam |
+# | | | 1 | a `<eos>` | 0.5 × 0.5 = 0.25 | −1.3863 | **finishes** (rank 1 < 2) and takes no slot |
+# | | | 2 | a a | 0.5 × 0.3 = 0.15 | −1.8971 | joins the beam, which is full again |
+# | | | — | a b; b b; b `<eos>` | 0.1; 0.02; 0.02 | −2.3026; −3.9120; −3.9120 | never reached |
+# | 3 | b a, a a | 0 | b a `<eos>` | 0.36 × 0.5 = 0.18 | −1.7148 | **finishes** (rank 0 < 2) |
+# | | | 1 | b a a | 0.36 × 0.3 = 0.108 | −2.2256 | joins the beam |
+# | | | 2 | a a `<eos>` | 0.15 × 0.6 = 0.09 | −2.4079 | **discarded**: an `<eos>` candidate of rank 2, not below 2 |
+# | | | 3 | b a b | 0.36 × 0.2 = 0.072 | −2.6311 | joins the beam, which is full |
+# | | | — | a a b; a a a | 0.045; 0.015 | −3.1011; −4.1997 | never reached |
+#
+# Two hypotheses have finished, so the search stops after step 3, although `b a a` and `b a b` are still
+# live. The results are ranked by normalised score, the length counting `<eos>`: `b a <eos>` scores
+# $-1.7148 / 3 = -0.5716$ and `a <eos>` scores $-1.3863 / 2 = -0.6931$. Beam search returns
+# `[(b a <eos>, −0.5716), (a <eos>, −0.6931)]`.
+#
+# The same search as a tree, drawn from the table above (the model is `WorkedExampleModel` in the
+# course's checks; the test of Exercise 9.3 uses it too). One column per step: the orange tokens are the
+# hypotheses the beam keeps, boxed ones ended with `<eos>`, light-grey ones are candidates it let go
+# (here every candidate is drawn), and the red path is the output it returns. The numbers are total
+# log-probabilities.
+
+# %% [demo]
+from encdec.checks.lesson09 import WORKED_EXAMPLE, WorkedExampleModel
+
+example = WorkedExampleModel()
+
+
+def total(path):
+    """The total log-probability of a path of tokens: the sum of log P(token | the tokens before it)."""
+    return sum(np.log(WORKED_EXAMPLE[path[:i]][token]) for i, token in enumerate(path))
+
+
+trace = [  # every candidate of the table above, step by step, and what the search did with it
+    ("a", "kept"), ("b", "kept"), ("<eos>", "dropped"),
+    ("b a", "kept"), ("a <eos>", "finished"), ("a a", "kept"),
+    ("a b", "dropped"), ("b b", "dropped"), ("b <eos>", "dropped"),
+    ("b a <eos>", "finished"), ("b a a", "kept"), ("a a <eos>", "dropped"),
+    ("b a b", "kept"), ("a a b", "dropped"), ("a a a", "dropped"),
+]
+nodes, node_id = [(0, None, 0, "<bos>", 0.0, "kept")], {(): 0}  # (id, parent id, step, token, total, state)
+for text, state in trace:
+    path = tuple(text.split())
+    node_id[path] = len(nodes)
+    nodes.append((node_id[path], node_id[path[:-1]], len(path), path[-1], total(path), state))
+returned = [node_id[path] for path in [(), ("b",), ("b", "a"), ("b", "a", "<eos>")]]
+plotting.beam_tree(nodes, best=returned, title="the worked example: beam width 2, alpha = 1")
+plt.show()
+
+# %% [markdown]
+# **Self-check 9.2 — predict, then run.** The next cell runs the reference `beam_search` on this model
+# with the settings above, then with $\alpha = 0$, then with `beam_width` = 1, and then greedy decoding.
+# Predict each output. Which has the higher probability: greedy decoding's output or beam search's
+# `b a <eos>`?
+#
+# <details><summary>Answer</summary>
+#
+# Width 2 with $\alpha = 1$ gives the table's result. With $\alpha = 0$ the search is the same but the
+# raw totals rank the results, so the short `a <eos>` (−1.3863) comes before `b a <eos>` (−1.7148). With
+# width 1 the beam keeps only `a` at step 1; at step 2 `a <eos>` ranks first, finishes, and one finished
+# hypothesis is enough to stop: the output is `a <eos>` (−0.6931). Greedy decoding takes `a` (0.5), then
+# `<eos>` (0.5), so it returns `a <eos>` too: width 1 is greedy decoding. Its probability, 0.25, is
+# *higher* than that of beam search's `b a <eos>`, 0.18. Beam search with $\alpha = 1$ prefers
+# `b a <eos>` for its better score per token, not for a higher probability.
+#
+# </details>
+
+# %% [demo]
+example_src = np.array([3, 4])  # any source will do: this model ignores it
+for width, alpha in ((2, 1.0), (2, 0.0), (1, 1.0)):
+    results = ref.beam_search(example, example_src, BOS, EOS, beam_width=width, max_len=5, alpha=alpha)
+    print(f"beam_width={width}, alpha={alpha}: " + ", ".join(f"{example.spell(t)} ({s:.4f})" for t, s in results))
+print("greedy decoding:", example.spell(ref.greedy_decode(example, example_src, BOS, EOS, 5, use_cache=False)))
+
+# %% [markdown]
+# **Self-check 9.3 — explain why.** When the search stopped after step 3, `b a a` was still in the beam,
+# and the table gives `<eos>` a probability of 0.99 after it. What normalised score would `b a a <eos>`
+# have had? Why does beam search not return it, and would a beam of width 3 find it?
+#
+# <details><summary>Answer</summary>
+#
+# Its probability would be $0.108 \times 0.99 = 0.10692$, a total of $-2.2357$, and over 4 tokens a
+# normalised score of $-0.5589$: better than the $-0.5716$ that beam search returns. The search never
+# extends `b a a`, because it stops as soon as `beam_width` hypotheses have finished, however their
+# scores compare with the live ones. A width of 3 does no better: at step 3, `a a <eos>` (rank 2, below 3)
+# finishes too, which makes three finished hypotheses, and the search stops with `b a <eos>`, `a <eos>`
+# and `a a <eos>`.
+#
+# </details>
+
+# %% [markdown]
+# **What beam search guarantees, and what it does not.** Beam search is a heuristic, not an exact
+# search. It keeps only `beam_width` hypotheses, and it stops as soon as `beam_width` of them have
+# finished, even when a live hypothesis could still end with a better normalised score, as `b a a <eos>`
+# would have. What it does guarantee is modest: its results are ranked by their exact normalised
+# scores, finished ones first, and with `beam_width` = 1 it returns greedy decoding's output. It does
+# not guarantee the most probable output, nor the best-scoring one, nor even one as good as greedy
+# decoding's: greedy's path can be pushed out of the beam, and the search can stop before a better
+# hypothesis finishes. A wider beam therefore usually finds a better output, but not always, and not
+# always a better one than greedy decoding's.
 #
 # ### Exercise 9.3 — `beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0)` (3 points)
 #
-# One source sequence `(n,)`. Run the decoder on all live hypotheses at once: stack them into a
-# `(k, t)` decoder input; the encoder output `(1, n, d)` broadcasts against it.
+# One source sequence `(n,)`. Follow the rules of the course's beam search, the same as in the worked
+# example:
+#
+# * **What is scored.** A candidate's total log-probability: its parent's total plus the new token's
+#   `log_softmax`, taken after `<bos>` and `<pad>` are banned (their logits set to $-\infty$ **before**
+#   `log_softmax`, so that the allowed tokens' probabilities sum to 1).
+# * **The walk.** All candidates of a step (every live hypothesis extended by every token) are ranked by
+#   their totals, best first, from rank 0, and walked in that order until the new beam holds
+#   `beam_width` live hypotheses (or the allowed candidates run out).
+# * **When a hypothesis finishes.** When its new token is `<eos>`, and only if that candidate's rank is
+#   below `beam_width`. An `<eos>` candidate ranked lower is discarded.
+# * **Finished hypotheses take no slot.** A finished hypothesis leaves the beam, and the walk goes on
+#   until the beam holds `beam_width` live hypotheses again.
+# * **When the search stops.** As soon as `beam_width` hypotheses have finished (counted over all
+#   steps), or after `max_len` steps, or when no live hypothesis is left.
+# * **The length.** $|y|$ counts the generated tokens, `<eos>` included and `<bos>` excluded. It is used
+#   only to rank the results.
+# * **What is returned.** A list of at most `beam_width` pairs (tokens, normalised score), best first:
+#   the finished hypotheses, then, only if fewer than `beam_width` finished, the best live ones.
+#
+# Run the decoder on all live hypotheses at once: stack them into a `(k, t)` decoder input; the encoder
+# output `(1, n, d)` broadcasts against it. The test starts with the worked example: on
+# `WorkedExampleModel()`, with `beam_width` = 2, your function must return `b a <eos>` (−0.5716), then
+# `a <eos>` (−0.6931).
 
 # %% [solution] beam_search
 def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
@@ -391,14 +583,15 @@ hidden = True
 check_beam_search(points=3, hidden=hidden)
 
 # %% [markdown]
-# A beam search of width 3 by the half-trained reverser, drawn step by step, for a source where greedy
-# decoding goes wrong. Each column is a step; the orange tokens are the hypotheses the beam keeps, the
-# boxed ones ended with `<eos>`, the grey ones are the best of the candidates it let go, and the red
-# path is the output it returns. The numbers are total log-probabilities. Greedy decoding follows the
-# best token of every step; the beam also keeps the runners-up alive, and the length normalisation lets
-# a longer hypothesis beat a shorter one that finished earlier with a better total. (The search below is
-# the reference algorithm with a record of every step; it checks that it returns what `ref.beam_search`
-# returns.)
+# Now a real model: the half-trained reverser, with a beam of width 3, over the 256 validation
+# sequences. Beam search helps on balance, but not everywhere: it fixes some of greedy decoding's
+# errors and breaks some of its right answers. The tree is drawn for a short source where greedy
+# decoding goes wrong and beam search gets it right, as in the worked example, though here only the
+# best dropped candidate of each step is drawn. Greedy decoding follows the best token of every step;
+# the beam also keeps the runners-up alive, and here the length normalisation lets a longer hypothesis
+# beat a shorter one that finished earlier with a better total (with $\alpha = 0$ the search would return
+# the shorter, wrong one). The search below is the reference algorithm with a record of every step; it
+# checks that it returns what `ref.beam_search` returns.
 
 # %% [demo]
 def traced_beam_search(model, src, beam_width, max_len, alpha=1.0, show_dropped=2):
@@ -444,11 +637,22 @@ def traced_beam_search(model, src, beam_width, max_len, alpha=1.0, show_dropped=
 greedy = ref.greedy_decode(unsure, val_src, BOS, EOS, 7)
 beams = [ref.beam_search(unsure, s, BOS, EOS, beam_width=3, max_len=7)[0][0] for s in val_src]
 right = [task.decode(t) for t in val_tgt]
-print(f"the half-trained model reverses {np.mean([task.decode(g) == r for g, r in zip(greedy, right)]):.1%} "
-      f"of 256 sequences with greedy decoding, {np.mean([task.decode(b) == r for b, r in zip(beams, right)]):.1%} "
-      "with beam search of width 3")
-i = next((i for i in range(len(val_src)) if task.decode(beams[i]) == right[i] != task.decode(greedy[i])
-          and np.sum(val_src[i] != PAD) <= 4), 0)  # a short source that beam search gets right and greedy wrong
+g_ok = np.array([task.decode(g) == r for g, r in zip(greedy, right)])
+b_ok = np.array([task.decode(b) == r for b, r in zip(beams, right)])
+print(f"the half-trained model reverses {g_ok.mean():.1%} of 256 sequences with greedy decoding, "
+      f"{b_ok.mean():.1%} with beam search of width 3")
+print(f"beam search fixes {np.sum(b_ok & ~g_ok)} of greedy decoding's errors and breaks {np.sum(g_ok & ~b_ok)} "
+      "of its right answers")
+
+
+def raw_total_wins(i):
+    """True if with alpha = 0 (raw totals) beam search returns a wrong output for source i."""
+    return task.decode(ref.beam_search(unsure, val_src[i], BOS, EOS, 3, 7, alpha=0.0)[0][0]) != right[i]
+
+
+# a short source that beam search gets right, greedy decoding wrong, and alpha = 0 wrong too
+i = next(i for i in range(len(val_src)) if b_ok[i] and not g_ok[i] and np.sum(val_src[i] != PAD) <= 4
+         and raw_total_wins(i))
 source = val_src[i]
 ranked, nodes, path = traced_beam_search(unsure, source, beam_width=3, max_len=7, show_dropped=1)
 reference = ref.beam_search(unsure, source, BOS, EOS, beam_width=3, max_len=7)
@@ -458,6 +662,7 @@ plotting.beam_tree(nodes, best=path, title=f"beam search, width 3: {task.decode(
 plt.show()
 for toks, score in reference:
     print(f"{task.decode(toks):<8} length {len(toks)}, normalised score {score:.3f}")
+print("with alpha = 0 the first would be", repr(task.decode(ref.beam_search(unsure, source, BOS, EOS, 3, 7, alpha=0.0)[0][0])))
 
 # %% [markdown]
 # ## 9.5 The KV cache
@@ -475,9 +680,20 @@ for toks, score in reference:
 #   not change at all while decoding. Compute $K = H_{\text{enc}} W_K$ and $V = H_{\text{enc}} W_V$
 #   **once**, before the first step, for every decoder block.
 #
-# Uncached, generating $L$ tokens pushes $1 + 2 + \dots + L \approx L^2/2$ positions through the decoder;
-# cached, $L$. The cache is [STATE]: it lives for one decoding run and is thrown away. Here it is, given
-# (it is the course library's `KVCache`, line for line):
+# ![The KV cache over four decoding steps: cross-attention's keys and values, computed once from H_enc, on the left; at each step one new token's key and value rows, in red, are appended to the self-attention cache, which grows by one row per step, and the new token's single query meets all t cached keys plus the n cross keys](../figures/kv_cache.svg)
+# *The KV cache over four steps (`KVCache`, `decode_step`). Each step feeds one token and appends its
+# key and value rows (red); the blue cross-attention keys and values are computed once per sentence.*
+#
+# Uncached, generating $L$ tokens pushes $1 + 2 + \dots + L = L(L+1)/2 \approx L^2/2$ positions through
+# the decoder's projections, feed-forward networks and output head; cached, $L$. The cache does not make
+# attention free: at step $t$ the new query still attends over all $t$ cached keys (the figure's
+# "1 query × $t$ keys"). Self-attention therefore still costs about $L^2/2$ query–key products over the
+# run, against about $L^3/3$ without the cache, which recomputes every earlier row too. Cross-attention's
+# keys and values are projected once instead of once per step, though each step still scores its one
+# query against all $n$ of them. And the cache takes memory that grows with $t$: $2t$ rows of $d_{model}$
+# numbers per block and per sequence. The cache is [STATE]: the running program computes it from the
+# source and the tokens generated so far, and it lives for one decoding run. Here it is, given (it is
+# the course library's `KVCache`, line for line):
 
 # %%
 class KVCache:
@@ -510,6 +726,22 @@ class KVCache:
             self.self_v[i] = np.concatenate([self.self_v[i], V_new], axis=-2)
         return self.self_k[i], self.self_v[i]
 
+
+# %% [markdown]
+# **Self-check 9.4 — explain why.** The cache keeps every earlier position's keys and values, but never
+# its queries, nor its hidden states. Why is that enough to give the same logits as running the decoder
+# over the whole prefix?
+#
+# <details><summary>Answer</summary>
+#
+# A query is used once: at the step its position is fed, to attend over the keys and values so far.
+# Because of the causal mask, later steps never change an earlier position's output, so its query is
+# never needed again. Later queries need the earlier keys and values, and those are exactly what the
+# cache stores. Nor are the earlier hidden states needed: the next block reads them only through its
+# own keys and values, which are cached per block. The same holds for cross-attention: its query is new
+# at every step, while its keys and values depend only on $H_{\text{enc}}$.
+#
+# </details>
 
 # %% [markdown]
 # One cached step feeds the newest token through the decoder. Every `MultiHeadAttention` of the course
@@ -626,9 +858,13 @@ hidden = True
 check_cached_greedy_decode(points=2, hidden=hidden)
 
 # %% [markdown]
-# Cached and uncached decoding return **identical** tokens, not merely similar ones: the cache changes
-# where numbers are computed, not which. Checked here on the trained reverser and on a random model,
-# over hundreds of sequences (with the reference implementation):
+# Cached and uncached decoding return **identical** tokens, not merely similar ones. The logits are not
+# bit-for-bit equal: the cached step multiplies matrices of other shapes (one row of scores instead of
+# a $t \times t$ matrix), so its sums round differently, by about $10^{-15}$ to $10^{-14}$ here. An
+# argmax could only change if two logits were that close to a tie. Checked here on the trained reverser
+# and on a random model, over hundreds of sequences (with the reference implementation). For the
+# logits, the same prefixes go through the decoder both ways: uncached, the whole prefix at every step,
+# as greedy decoding without the cache does; cached, one token per step.
 
 # %% [demo]
 wide = Seq2Seq(vocab_size=32, d_model=64, n_heads=4, d_ff=256, n_encoder_layers=2, n_decoder_layers=2, rng=1)
@@ -636,14 +872,34 @@ wide_src = np.random.default_rng(3).integers(3, 32, size=(64, 12))
 for name, m, s in (("trained reverser", model, val_src), ("random model, 2 + 2 blocks", wide, wide_src)):
     cached = ref.greedy_decode(m, s, BOS, EOS, max_len=12, use_cache=True)
     plain = ref.greedy_decode(m, s, BOS, EOS, max_len=12, use_cache=False)
-    print(f"{name}: {len(s)} sequences, identical tokens: {np.array_equal(cached, plain)}")
+    fed = np.concatenate([np.full((len(s), 1), BOS), ref.greedy_decode(m, s, BOS, -1, 11)], axis=1)  # (B, 12), no pads
+    H_enc, src_mask = m.encode(s)
+    uncached_logits = np.stack([m.decode(fed[:, : t + 1], H_enc, src_mask)[:, -1] for t in range(12)], axis=1)
+    cache = ref.KVCache(m, H_enc, src_mask)
+    cached_logits = np.stack([ref.decode_step(m, fed[:, t], cache) for t in range(12)], axis=1)
+    print(f"{name}: {len(s)} sequences, identical tokens: {np.array_equal(cached, plain)}; logits bit for bit "
+          f"equal: {np.array_equal(cached_logits, uncached_logits)}, largest difference "
+          f"{np.abs(cached_logits - uncached_logits).max():.1e}")
 
 # %% [markdown]
 # And the time it saves, measured. The random model above generates $L$ tokens for 4 sources, with and
 # without the cache. To make every run generate exactly $L$ tokens we pass `eos_id=-1`, an id no token
-# has, so no run stops early. Without the cache the time grows like $L^2$ (and faster, since each
-# attention row also grows); with it, about like $L$. The speed-up grows with the length. `make bench`
-# reports the same measurement for the machine it runs on.
+# has, so no run stops early. `make bench` reports the same measurement for the machine it runs on.
+
+# %% [markdown]
+# **Self-check 9.5 — predict, then run.** At $L = 64$ the uncached run feeds $64 \cdot 65 / 2 = 2080$
+# positions through the decoder and the cached one 64, a ratio of 32.5. Predict the measured speed-up:
+# about 32×, more, or less?
+#
+# <details><summary>Answer</summary>
+#
+# Far less: about 11–12× in the runs made for this lesson (your machine will differ). Both versions pay
+# the same fixed cost per step: the Python loop, the argmax, and the overhead of many calls on small
+# matrices. And the cached step still attends over all $t$ cached keys (and this simple cache copies
+# itself at every append). The speed-up keeps growing with $L$, but it stays well below the ratio of
+# positions, $(L+1)/2$.
+#
+# </details>
 
 # %% [demo]
 def best_time(fn, repeats=2):
@@ -670,6 +926,14 @@ plotting.curves({"speed-up": (lengths, speedup)}, ax=right, xlabel="generated to
 plotting.threshold(right, 1.0)
 plt.show()
 print("speed-up at L = " + ", ".join(f"{L}: {s:.1f}x" for L, s in zip(lengths, speedup)))
+
+# %% [markdown]
+# Without the cache the time grows like $L^2$: step $t$ reruns all $t$ positions. With it, the time grows
+# about like $L$ at these lengths, though not forever. Each cached step still attends over all $t$ cached
+# keys (and this simple cache copies itself at every append), so for long outputs the cached time also
+# grows faster than $L$, only far more slowly. The speed-up grows with the length, but stays well below
+# the ratio of positions, $(L+1)/2$: both versions pay the same fixed cost per step (Python, the argmax,
+# the calls on small matrices).
 
 # %% [markdown]
 # ## 9.6 One cached decoding step, in order
@@ -716,10 +980,13 @@ check_cached_step_order(points=1)
 # * Sampling draws from $\operatorname{softmax}(z / T)$, restricted to the top $k$ tokens and then to
 #   the nucleus: the smallest set of most probable tokens whose probability reaches $p$.
 # * Beam search keeps the `beam_width` best hypotheses by total log-probability and ranks finished
-#   ones by $\log P / |y|^{\alpha}$, because raw totals favour short outputs.
+#   ones by $\log P / |y|^{\alpha}$, because raw totals favour short outputs. A finished hypothesis
+#   takes no slot, and the search stops once `beam_width` have finished. It is a heuristic: it can miss
+#   a better hypothesis that was still live, and it can return a worse output than greedy decoding.
 # * With a KV cache each step feeds one token: self-attention's keys and values grow by one row per
-#   step, cross-attention's are computed once from $H_{\text{enc}}$. The tokens are identical, and the
-#   cost of $L$ tokens drops from about $L^2$ to about $L$ decoder positions.
+#   step, cross-attention's are computed once from $H_{\text{enc}}$. The tokens are identical (the
+#   logits agree to rounding), and the decoder processes $L$ positions instead of about $L^2/2$.
+#   Attention still reads every cached key, so a step's cost grows by one key per step.
 #
 # **Next — Lesson 10, Capstone.** The same model in PyTorch, piece by piece, checked against this
 # NumPy reference; then trained on a GPU when one is present (on the CPU otherwise) on a task with real

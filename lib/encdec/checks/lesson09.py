@@ -9,6 +9,9 @@ written as many tokens as the source holds, like a trained reverser), and a brie
 reverser. `cached_greedy_decode` runs with the reference `decode_step` and `KVCache` in place of the
 notebook's, so a mistake in Exercise 9.4 is never charged again in 9.5.
 
+Beam search is checked first on the worked example of section 9.4 (`WorkedExampleModel`, a table of
+next-token probabilities small enough to trace by hand), then on random and trained models.
+
 Sampling is checked without comparing random draws with the reference's: many draws from one
 seeded generator must never leave the allowed set (top-k, top-p) and their frequencies must match
 `next_token_distribution` within a few standard errors.
@@ -104,6 +107,54 @@ def trained_reverser():
         src, tgt = task.batch(r, 16)
         train_step(model, optimizer, src, tgt, BOS)
     return model
+
+
+class WorkedExampleModel:
+    """The model of the worked beam-search example in section 9.4, small enough to trace by hand.
+
+    Its vocabulary is <pad> <bos> <eos> a b (ids 0 to 4). It ignores the source: the distribution of
+    the next token depends only on the tokens generated so far, read from WORKED_EXAMPLE (a third
+    each for a prefix that is not in the table). <pad> and <bos> get logit 0, above every allowed
+    token's log-probability, so a search that forgets to ban them picks them. It has what
+    beam_search and greedy_decode (use_cache=False) use: config.pad_id, encode and decode.
+    """
+
+    vocab = ("<pad>", "<bos>", "<eos>", "a", "b")
+    config = dataclasses.make_dataclass("Config", [("pad_id", int), ("vocab_size", int)])(PAD, 5)
+    training = False
+
+    def check_tokens(self, tokens, name):
+        return np.asarray(tokens)
+
+    def encode(self, src):
+        """(H_enc, src_mask), both zeros: nothing here depends on the source."""
+        src = np.asarray(src)
+        return np.zeros(src.shape + (1,)), np.zeros(src.shape[:-1] + (1, 1, src.shape[-1]))
+
+    def decode(self, tgt_in, H_enc, src_mask, return_attention=False):
+        """Logits (..., t, 5): position j holds log P(next token | the j tokens after <bos>)."""
+        tgt_in = np.asarray(tgt_in)
+        logits = np.zeros(tgt_in.shape + (5,))
+        for row in np.ndindex(tgt_in.shape[:-1]):
+            words = [self.vocab[int(t)] for t in tgt_in[row][1:]]
+            for j in range(tgt_in.shape[-1]):
+                p = WORKED_EXAMPLE.get(tuple(words[:j]), {"a": 1 / 3, "b": 1 / 3, "<eos>": 1 / 3})
+                logits[row + (j,)] = [0.0, 0.0, np.log(p["<eos>"]), np.log(p["a"]), np.log(p["b"])]
+        return (logits, None) if return_attention else logits
+
+    def spell(self, tokens):
+        """Token ids -> 'b a <eos>'."""
+        return " ".join(self.vocab[int(t)] for t in np.ravel(tokens))
+
+
+WORKED_EXAMPLE = {  # the tokens generated so far -> the probabilities of the next token
+    (): {"a": 0.5, "b": 0.4, "<eos>": 0.1},
+    ("a",): {"a": 0.3, "b": 0.2, "<eos>": 0.5},
+    ("b",): {"a": 0.9, "b": 0.05, "<eos>": 0.05},
+    ("a", "a"): {"a": 0.1, "b": 0.3, "<eos>": 0.6},
+    ("b", "a"): {"a": 0.3, "b": 0.2, "<eos>": 0.5},
+    ("b", "a", "a"): {"a": 0.005, "b": 0.005, "<eos>": 0.99},
+}
 
 
 def _sources(seed, lengths, width=None, vocab_size=9):
@@ -396,7 +447,16 @@ def beam_cases():
                          embedding_scale=0.2, push=1.2)
     wild = random_model(33)
     src = _sources(1, [4])[0]
+    example, example_src = WorkedExampleModel(), np.array([3, 4])
     return {
+        "worked": [Case("the worked example of section 9.4: WorkedExampleModel() (ids: <eos> 2, a 3, b 4), "
+                        "beam_width=2, max_len=5; expected b a <eos> (-0.5716), then a <eos> (-0.6931)",
+                        (example, example_src, BOS, EOS, 2, 5)),
+                   Case("the worked example with max_len=2: the finished a <eos> (-0.6931) comes first, then "
+                        "the live b a (-0.5108), although its score is better",
+                        (example, example_src, BOS, EOS, 2, 2)),
+                   Case("the worked example with beam_width=3: a a <eos> (rank 2 < 3) finishes at step 3",
+                        (example, example_src, BOS, EOS, 3, 5), hidden=True)],
         "width1": [Case("beam_width=1 (must equal greedy decoding)", (stop, src, BOS, EOS, 1, 8)),
                    Case("beam_width=1, a random model, max_len=5", (wild, _sources(2, [3])[0], BOS, EOS, 1, 5),
                         hidden=True)],
@@ -422,6 +482,7 @@ def check_beam_search(beam_search=None, *, points=POINTS["9.3"], hidden=False):
     best = dict(catalog=catalog, forbidden=forbidden, postprocess=_best, names=("best tokens", "best score"))
     every = dict(catalog=catalog, forbidden=forbidden, postprocess=_every,
                  names=("the hypotheses, best first (one row each, -1 after the end)", "their scores"))
+    c.check_cases("the worked example of section 9.4, traced by hand", fn, ref, cases["worked"], **every)
     c.check_cases("beam_width=1: the best hypothesis is the greedy output", fn, ref, cases["width1"], **best)
     c.check_cases("the best hypothesis and its normalised score", fn, ref, cases["wide"], **best)
     c.check_cases("every returned hypothesis, in order, with its score", fn, ref, cases["wide"], **every)

@@ -450,9 +450,9 @@ def _probabilities(logp):
 
 
 @mistake("beam_search", "no_length_normalisation",
-         "hypotheses are ranked by their total log-probability. Every token adds a negative "
-         "log-probability, so the total favours short outputs; rank the finished hypotheses by "
-         "sum(log p) / len(y)^alpha.")
+         "hypotheses are ranked by their total log-probability. Every token adds a log-probability "
+         "of at most 0 (negative unless the model is certain), so the total favours short outputs; "
+         "rank the finished hypotheses by sum(log p) / len(y)^alpha.")
 def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
     return _beam(model, src, bos_id, eos_id, beam_width, max_len, alpha, final=_raw_sum)
 
