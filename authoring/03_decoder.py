@@ -4,6 +4,7 @@
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 3 of 10*
 #
 # ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the decoder's causal self-attention, the rule of its target mask, and the tied output head with the embedding matrix E it shares, outlined in red and the rest faded](../figures/course_map_03.svg)
+#
 # *The course map. In red: the decoder's masked self-attention, its target-mask rule, and the tied output head with the embedding E it reuses. The [figure key](../FIGURE_KEY.md) explains the shapes.*
 #
 # The encoder reads; the decoder writes. It produces the output one token at a time, and each
@@ -343,6 +344,7 @@ plt.show()
 # \end{aligned}$$
 #
 # ![One pre-norm decoder block drawn bottom to top: the input x runs up a residual stream, and three sublayers branch off it in order, each reading an RMSNorm of the stream and adding its result back: masked causal self-attention, cross-attention whose keys and values come from the encoder output H_enc, and the feed-forward network](../figures/decoder_block.svg)
+#
 # *One decoder block, the three equations above with $H$ written `x` as in the library. Dashed chips name the masking rules [CONFIG]; the mask arrays built from them for a batch, with the shapes shown, are [STATE].*
 #
 # The first sublayer is this lesson's causal self-attention, unchanged. The second is the only
@@ -354,6 +356,7 @@ plt.show()
 # Put a decoder-only model (GPT-style) next to this decoder and the difference is exactly that sublayer:
 #
 # ![Left: a decoder-only model reads the prompt and its own output as one causal stream, each block with two sublayers, causal self-attention and feed-forward. Right: an encoder–decoder reads the source bidirectionally in the encoder, and each decoder block has three sublayers, causal self-attention, cross-attention reading the encoder output H_enc (in red, the only difference), and feed-forward](../figures/decoder_only_vs_encoder_decoder.svg)
+#
 # *A decoder-only model (left) beside an encoder–decoder (right). In red, the one sublayer the encoder–decoder's decoder adds: cross-attention reading $H_{\text{enc}}$.*
 #
 # | | decoder-only model | decoder of an encoder–decoder |
@@ -419,6 +422,7 @@ check_output_logits(points=2, hidden=hidden)
 # input matrices are for vocabularies that genuinely have nothing in common.
 #
 # ![One embedding matrix E, one row per token of the vocabulary, used three times: its rows for the source tokens and for the target tokens are looked up and scaled by the square root of d_model, and the tied output head scores each decoder state against every row, logits = h E transposed](../figures/shared_embedding.svg)
+#
 # *One matrix $E$ [LEARNED], used three times: rows looked up for the source (blue) and the target (orange), each scaled by $\sqrt{d_{\text{model}}}$, and all $V$ rows scored by the tied head.*
 #
 # For a translation-sized model the choice is worth tens of millions of parameters:

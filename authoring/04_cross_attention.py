@@ -4,6 +4,7 @@
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 4 of 10*
 #
 # ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the cross-attention sublayer of every decoder block and the encoder output H_enc that feeds its keys and values, outlined in red and the rest faded](../figures/course_map_04.svg)
+#
 # *The course map. In red: cross-attention, and the encoder output $H_{\text{enc}}$ that feeds it in every decoder block. The [figure key](../FIGURE_KEY.md) explains the shapes.*
 #
 # The encoder has read the source sentence; the decoder can read what it has written so far. One
@@ -79,6 +80,7 @@ np.set_printoptions(precision=3, suppress=True)
 # | output | `(m, d_v)` | one vector per target position |
 #
 # ![Cross-attention with m = 4 target positions and n = 6 source positions: queries come from the decoder states through W_q, keys and values from the encoder output H_enc through W_k and W_v; the weights form a rectangular m by n matrix whose last 2 source columns, padding, are hidden by the source padding mask, and every row sums to 1 over the source](../figures/cross_attention_flow.svg)
+#
 # *Cross-attention's data flow in one head: $Q$ from the decoder, $K$ and $V$ from $H_{\text{enc}}$, $m \times n$ weights with the source pads hatched. Merging the heads and $W_o$ come in §4.3.*
 #
 # Three facts follow from the shapes.
@@ -548,7 +550,7 @@ check_qkv_order(points=1)
 # * $K$ and $V$ depend only on $H_{\text{enc}}$: `project_kv` computes them once per source sentence,
 #   and `attend` reuses them at every decoding step, which turns $m$ projections of the source into one.
 #
-# **Next — Lesson 5, Block ordering.** The decoder block puts three sublayers in a fixed order:
+# **Next — Lesson 5, Block ordering.** The standard decoder block puts three sublayers in order:
 # masked self-attention, the cross-attention of this lesson, and the feed-forward network, each
-# wrapped in RMSNorm and a residual. You will write the block, its 2017 post-norm variant, and see by
-# experiment what breaks when the order, the mask or the norm placement is wrong.
+# wrapped in RMSNorm and a residual. You will write the block and its 2017 post-norm variant, and
+# measure what changes when the order, the mask or the place of the norm changes.

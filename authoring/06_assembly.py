@@ -3,6 +3,10 @@
 #
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 6 of 10*
 #
+# ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the assembled model (the embedding matrix shared by source, target and output head, the positions, the encoder and decoder stacks, their final norms and the tied head), outlined in red and the rest faded](../figures/course_map_06.svg)
+#
+# *The course map. In red: everything that turns token ids into logits, which this lesson assembles: the shared embedding $E$ and the positions, both stacks with their final norms, $H_{\text{enc}}$, and the tied head. Faded: the loss, decoding and training, which Lessons 7–10 add. The [figure key](../FIGURE_KEY.md) explains the shapes.*
+#
 # You have every part: attention, the encoder block, the decoder block with its cross-attention.
 # Today they become one model that reads a sequence of token ids and returns, for every target
 # position, a score for every word of the vocabulary.
@@ -19,18 +23,20 @@
 #
 # **Recap of Lesson 5.** A decoder block is three pre-norm sublayers, each added back to the residual
 # stream: masked causal self-attention, then cross-attention to the encoder output $H_{\text{enc}}$,
-# then the feed-forward network. The order matters (a token first reads what has been written, then
-# consults the source, then transforms), and the cross-attention sublayer is what the decoder block
-# adds to a decoder-only block: $4d^2 + d$ more parameters. The post-norm variant of 2017 puts the norm
-# after each residual sum instead of before each sublayer.
+# then the feed-forward network. The course uses this standard order (a token first reads what has been
+# written, then consults the source, then transforms), so that already in the first block
+# cross-attention asks with a state that knows the target context. The cross-attention sublayer is
+# what the decoder block adds to a decoder-only block: $4d^2 + d$ more parameters. The post-norm
+# variant of 2017 puts the norm after each residual sum instead of before each sublayer.
 #
 # **How exercises work.** Replace each stub (`raise NotImplementedError()`) with your code, run the
 # cell, then run the test cell below it: it compares your function with the course's reference on
 # many inputs and says *what* is wrong. The building blocks of Lessons 1–5 come from the course
 # library `encdec` in this lesson, so a mistake in an earlier lesson never costs you points here.
 #
-# Tags: **[LEARNED]** changed by training, **[CONFIG]** chosen before training, **[STATE]**
-# computed while the model runs. Figures follow the course's [figure key](../FIGURE_KEY.md).
+# Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
+# same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.
+# The [figure key](../FIGURE_KEY.md) gives the rule with examples, and what every colour and shape means.
 
 # %% [setup] setup
 # Run this cell first. It checks your environment and loads what the lesson needs.
@@ -51,13 +57,12 @@ np.set_printoptions(precision=4, suppress=True)
 # ## 6.1 The whole model, and the task it will learn
 #
 # An encoder–decoder model maps a source sequence of $n$ token ids to a target sequence of $m$ ids.
-# In one picture, with every array's shape:
-#
-# ```
-# src (n) ──embed──► N × EncoderBlock ──RMSNorm──► H_enc (n, d) ───────────────┐  [STATE, computed once]
-#                                                                               ▼
-# targets (m) ──shift_right──► tgt_in (m) ──embed──► N × DecoderBlock(·, H_enc) ──RMSNorm──► @ Eᵀ ──► logits (m, V)
-# ```
+# The course map at the top of this lesson draws the whole of it, bottom to top, with the shape of
+# every array that flows between the parts. On the left, the source `src` is embedded and passes
+# through the encoder stack and its final norm, giving $H_{\text{enc}}$ [STATE], computed once per
+# source. On the right, the targets shifted right, `tgt_in`, are embedded with the same $E$ and pass
+# through the decoder stack, whose every block reads $H_{\text{enc}}$; a final norm and the tied head
+# give the logits, shape `(B, m, V)`. In words:
 #
 # * **Embed**: a token id becomes a row of the embedding matrix $E \in \mathbb{R}^{V \times d}$
 #   [LEARNED], scaled by $\sqrt{d}$, plus the sinusoidal position of Lesson 1 [CONFIG].
@@ -91,8 +96,9 @@ for s, t in zip(src, tgt):
 # | target (to predict) | b | e | f | a | c | `<eos>` |
 #
 # So `tgt_in` is the target sequence **shifted right by one**: `<bos>` in front, the last token
-# dropped, the length unchanged. With the causal mask of Lesson 3, position $t$ sees `tgt_in[:t+1]` =
-# `<bos>`, $y_1, \dots, y_{t}$, that is, exactly the targets *before* the one it predicts. All $m$
+# dropped, the length unchanged. Write the targets $y_1, \dots, y_m$, so that position $t$ holds
+# $y_{t+1}$. With the causal mask of Lesson 3, position $t$ sees `tgt_in[:t+1]` = `<bos>`,
+# $y_1, \dots, y_t$ and predicts $y_{t+1}$: exactly the targets *before* the one it predicts. All $m$
 # positions are therefore trained at once, from one forward pass (Lesson 8).
 #
 # ### Exercise 6.1 — `shift_right(targets, bos_id)` (2 points)
@@ -126,7 +132,21 @@ hidden = True
 check_shift_right(points=2, hidden=hidden)
 
 # %% [markdown]
-# The toy batch, as the decoder will read it (computed with the reference `shift_right`):
+# The toy batch, as the decoder will read it (computed with the reference `shift_right`).
+
+# %% [markdown]
+# **Self-check 6.1 — predict, then run.** Look at the target ids printed above. Will `<eos>` (id 2)
+# appear in `tgt_in`? In which rows, and what is the model asked to predict at the position that reads
+# it?
+#
+# <details><summary>Answer</summary>
+#
+# Yes, in rows 1 and 2 (counting from 0), the targets shorter than the longest one. There `<eos>` is the input at a
+# position whose target is `<pad>`, which the loss ignores (Lesson 7). Row 0 fills all 9 positions, so
+# its `<eos>` is the last target and is the token that shifting drops. Shifting drops the last
+# *position*, not the `<eos>`.
+#
+# </details>
 
 # %%
 tgt_in = ref.shift_right(tgt, BOS)
@@ -138,8 +158,10 @@ print("targets\n", tgt, "\ntgt_in = shift_right(targets)\n", tgt_in)
 # The model has a single embedding matrix $E \in \mathbb{R}^{V \times d}$ [LEARNED], row $v$ for
 # token $v$. It does three jobs: it embeds the **source** tokens, it embeds the **target** tokens, and,
 # transposed, it is the **output head** that scores every word: $z = h\,E^\top$. Sharing one
-# vocabulary and one matrix is the choice of T5, BART and the original Transformer [CONFIG]; tying
-# the head to the embedding saves $V d$ parameters and means a word is read and written with the same
+# vocabulary and one matrix for all three jobs is the choice of the original Transformer, of BART and
+# of the original T5 (v1.0) [CONFIG]. T5 v1.1, and the models built on it such as mT5 and Flan-T5,
+# keep one embedding shared by source and target but give the output head its own matrix. Tying the
+# head to the embedding saves $V d$ parameters and means a word is read and written with the same
 # vector.
 #
 # A token at position $t$ enters the model as
@@ -148,10 +170,11 @@ print("targets\n", tgt, "\ntgt_in = shift_right(targets)\n", tgt_in)
 #
 # Why the factor $\sqrt{d}$? $E$ is initialised with entries of variance $1/d$, so that a row has norm
 # about 1 and the tied head $h E^\top$ starts with logits of unit scale (a normalised $h$ has norm about
-# $\sqrt{d}$). But the position encodings are sines and cosines with entries of mean square $1/2$:
-# next to them an unscaled row would be $\sqrt{d}$ times too small, and the model would see mostly
+# $\sqrt{d}$). But the position encodings are sines and cosines with entries of mean square $1/2$
+# (root-mean-square 0.71): next to them the entries of an unscaled row (root-mean-square $1/\sqrt{d}$,
+# 0.125 for $d = 64$) would be about $\sqrt{d/2}$ times smaller, and the model would see mostly
 # *where* a token is and hardly *which* token it is. Multiplying the row, and only the row, by
-# $\sqrt{d}$ gives its entries unit variance, the scale of the positions.
+# $\sqrt{d}$ gives its entries unit variance, the same order as the positions.
 #
 # ### Exercise 6.2 — `embed(model, tokens)` (2 points)
 #
@@ -187,8 +210,22 @@ check_embed(points=2, hidden=hidden)
 
 # %% [markdown]
 # The figure measures the argument above for $d = 64$: the entries of unscaled rows of $E$ (light), of
-# the same rows times $\sqrt{d}$ (red), and of the position encodings (grey). Only the scaled rows are on
-# the positions' scale.
+# the same rows times $\sqrt{d}$ (red), and of the position encodings of 200 positions (grey). Each
+# label gives the sample's standard deviation.
+
+# %% [markdown]
+# **Self-check 6.2 — predict, then run.** Predict the three standard deviations in the legend: the
+# entries of $E$'s rows, of $\sqrt{d}\,E$'s rows, and of the position encodings. The text gave the
+# positions' root-mean-square, 0.71; will their standard deviation be the same?
+#
+# <details><summary>Answer</summary>
+#
+# 0.12 (that is $1/\sqrt{64} = 0.125$), 1.00, and 0.63 for the positions. Their entries have mean square
+# exactly 1/2 (root-mean-square 0.71), but their mean is not 0: the slow cosine columns stay near 1 over
+# the first 200 positions, so the standard deviation is smaller than the root-mean-square. The scaled
+# rows are on the positions' scale; the unscaled ones are about 5 to 6 times smaller.
+#
+# </details>
 
 # %% [demo]
 d = 64
@@ -200,6 +237,10 @@ colors = [plotting.shades(2)[0], plotting.COLORS["highlight"], plotting.COLORS["
 fig, ax = plotting.figure(width=6.0, height=3.2)
 plotting.histograms(samples, ax=ax, colors=colors, xlabel="entry value", title="what the model adds up, for d = 64")
 plt.show()
+
+# %% [markdown]
+# Only the scaled rows are on the positions' scale: without the factor $\sqrt{d}$ the token's identity
+# would be a small ripple on top of its position.
 
 # %% [markdown]
 # ## 6.4 The encoder pass
@@ -336,13 +377,26 @@ except Exception as exc:
 # %% [markdown]
 # What does an untrained model do? Left: the cross-attention of the last decoder block (averaged over
 # its 4 heads) for the third example: rows are the decoder positions asking, columns the source
-# positions; the two pad columns are hatched, hidden by $M_{\text{src}}$. The weights are spread almost
-# evenly: nothing is aligned yet. Right: the probabilities $\operatorname{softmax}(z)$ at position 0.
-# The model is confident, and wrong in a telling way: its favourite is `<bos>`, the token it *reads*
-# there (red). The residual stream still carries $\sqrt{d}\,E[\text{token}]$, and the tied head scores
-# a state against every row of $E$, so the closest row is usually the input's own: an untrained tied
-# model echoes its input. Training (Lesson 8) turns the left panel into an anti-diagonal and moves the
-# spike to the right letter.
+# positions; the two pad columns are hatched, hidden by $M_{\text{src}}$. Right: the probabilities
+# $\operatorname{softmax}(z)$ at position 0, where the decoder reads `<bos>` (red), with the uniform
+# $1/V$ dotted. The cell also prints the cross-entropy of the untrained model on the batch (Lesson 7
+# defines it; lower is better), beside that of a uniform guess, $\ln V$.
+
+# %% [markdown]
+# **Self-check 6.3 — predict, then run.** This model has never been trained. At position 0, will its
+# probabilities be close to uniform ($1/13 \approx 0.08$ each)? Will its cross-entropy be below, near,
+# or above $\ln 13 \approx 2.565$?
+#
+# <details><summary>Answer</summary>
+#
+# Not uniform: this model puts 0.83 on `<bos>`, the token it reads there, and its cross-entropy is
+# 3.755, above $\ln V$. The residual stream still carries $\sqrt{d}\,E[\text{token}]$ and the tied head
+# scores the state against every row of $E$, so the input's own row tends to win: the model echoes its
+# input, and a confident wrong guess costs more than a uniform one. How strongly depends on the random
+# weights (this model is an extreme case); over 100 random models of this size the cross-entropy was
+# above $\ln V$ in all 100.
+#
+# </details>
 
 # %% [demo]
 H_enc, src_mask = model.encode(src)
@@ -364,8 +418,21 @@ plt.show()
 loss, _ = ref.softmax_cross_entropy(logits, tgt, pad_id=PAD)
 keep = tgt_in != PAD
 echo = (logits.argmax(axis=-1) == tgt_in)[keep].mean()
-print(f"top guess = the input token itself at {echo:.0%} of the positions")
+print(f"p(<bos>) at position 0 of example {b}: {probs[BOS]:.2f}")
+print(f"top guess = the input token itself at {echo:.0%} of the non-pad positions")
 print(f"cross-entropy of the untrained model {loss:.3f}; a uniform guess would score ln V = {np.log(task.vocab_size):.3f}")
+
+# %% [markdown]
+# The cross-attention weights are spread over all the real source positions, with no pattern: nothing
+# is aligned yet. The probabilities are
+# not uniform, and they are wrong in a telling way: the favourite is `<bos>`, the token the position
+# *reads*. The residual stream still carries $\sqrt{d}\,E[\text{token}]$, and the tied head scores a
+# state against every row of $E$, so the closest row is often the input's own: an untrained tied model
+# tends to echo its input. How strongly depends on the random weights: this model puts 0.83 on `<bos>`
+# and echoes at every position; over 100 random models of this size, on this batch, the favourite at
+# position 0 was `<bos>` in 76, and the favourite's probability had a median of 0.38 (0.18 to 0.83). Either way its cross-entropy is above
+# $\ln V$: a wrong guess made with confidence costs more than a uniform one. Training (Lesson 8) turns
+# the left panel into an anti-diagonal and moves the probability to the right letter.
 
 # %% [markdown]
 # ## 6.6 How many numbers does the model learn?
@@ -382,8 +449,8 @@ print(f"cross-entropy of the untrained model {loss:.3f}; a uniform guess would s
 # | each decoder block | self-attention, cross-attention, feed-forward, 3 norms |
 # | the top of each stack | one final norm for the encoder, one for the decoder |
 #
-# Positions are not counted: the sinusoids are [CONFIG], computed, never learned. Neither are the
-# masks.
+# Positions are not counted: the sinusoids are [CONFIG], a fixed formula, never learned. Neither are
+# the masks: their rules are [CONFIG], and the mask arrays, built from each batch, are [STATE].
 #
 # ### Exercise 6.5 — `parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None)` (3 points)
 #
@@ -424,9 +491,21 @@ check_parameter_count(points=3, hidden=hidden)
 
 # %% [markdown]
 # Where do the numbers go? The reference formula, component by component, for the toy model and for a
-# base-sized model ($V = 32000$, $d = 512$, $d_{ff} = 2048$, $N = 6$). Blocks grow like $d^2$ and the
-# embedding like $V d$; the decoder is the largest part because each of its blocks carries a second
-# attention sublayer.
+# base-sized model ($V = 32000$, $d = 512$, $d_{ff} = 2048$, $N = 6$).
+
+# %% [markdown]
+# **Self-check 6.4 — predict, then run.** For the base-sized model, rank the embedding $E$, the encoder
+# blocks and the decoder blocks by size, and estimate the total. Will the ranking be the same in the toy
+# model ($V = 13$, $d = 32$, $d_{ff} = 64$, $N = 2$)?
+#
+# <details><summary>Answer</summary>
+#
+# Base-sized: decoder blocks 25.2 million (42%), then encoder blocks 18.9 million (31%), then the
+# embedding 16.4 million (27%); 60,471,296 in all. The decoder is the largest part because each of its
+# blocks carries a second attention sublayer. In the toy model the embedding is only 1%, below both
+# stacks: blocks grow like $d^2$, the embedding like $V d$, and $V = 13$ is tiny.
+#
+# </details>
 
 # %% [demo]
 def shares(V, d, d_ff, N):
@@ -447,15 +526,37 @@ for ax, (name, sizes) in zip(axes, [("toy model", (task.vocab_size, 32, 64, 2)),
     ax.tick_params(axis="x", rotation=20)
 plt.show()
 print("toy model: formula", ref.parameter_count(task.vocab_size, 32, 64, 2), "= counted", model.num_parameters())
+for name, sizes in [("toy model", (task.vocab_size, 32, 64, 2)), ("base-sized model", (32000, 512, 2048, 6))]:
+    parts = shares(*sizes)
+    print(f"{name}: " + ", ".join(f"{k} {v:,} ({v / sum(parts.values()):.1%})" for k, v in parts.items()))
 
 # %% [markdown]
 # ## 6.7 Where [LEARNED], [CONFIG] and [STATE] live
 #
+# Every quantity in the model is one of the three kinds, and each kind has its own home. Before the
+# table, one question to test the rule on.
+
+# %% [markdown]
+# **Self-check 6.5 — explain why.** $H_{\text{enc}}$ is computed once per source and then read by every
+# decoder block, and in Lesson 9 by every decoding step. Why is it [STATE] and not [CONFIG]? And the
+# decoder's mask for the toy batch, `model.decoder_mask(tgt_in)` of shape `(3, 1, 9, 9)`?
+#
+# <details><summary>Answer</summary>
+#
+# $H_{\text{enc}}$ is computed by the program from the input: every source gives a different
+# $H_{\text{enc}}$. Being reused does not make it a setting, since [CONFIG] is the same for every
+# input; its lifetime is one forward pass, or one decoding run. Likewise the rules "hide the future"
+# and "hide every pad" are [CONFIG], but the `(3, 1, 9, 9)` array is built for this batch's length and
+# its pads, so it is [STATE].
+#
+# </details>
+
+# %% [markdown]
 # | tag | what | where in the model |
 # |---|---|---|
-# | [CONFIG] | $V$, $d$, $h$, $d_{ff}$, $N_{\text{enc}}$, $N_{\text{dec}}$, the pad id, $\varepsilon$ | `model.config`, a frozen `ModelConfig`; also the position encodings (computed from $d$) and the masking rules |
-# | [LEARNED] | $E$, every $W$ and $b$, every gain $\gamma$ | `model.parameters()`: a dict of arrays, by name |
-# | [STATE] | embedded inputs, masks built from a batch, $H_{\text{enc}}$, attention weights, logits | nowhere in the model: created by each call, returned or thrown away |
+# | [CONFIG] | $V$, $d$, $h$, $d_{ff}$, $N_{\text{enc}}$, $N_{\text{dec}}$, the pad id, $\varepsilon$, the dropout rate; the masking rules; one $E$ shared by source, target and head | `model.config`, a frozen `ModelConfig` (the sharing is fixed in the code); the position encodings too: a fixed formula of $d$ and the position, the same for every input |
+# | [LEARNED] | $E$, every $W$ and $b$, every gain $\gamma$ | `model.parameters()`: a dict of arrays, by name, saved with the model |
+# | [STATE] | computed from the inputs: embedded inputs, the mask arrays built for a batch, $H_{\text{enc}}$, attention weights, logits (later: gradients, Adam's $m$, $v$ and step count, the KV cache) | not in the model object; here, what a forward call computes and returns. Its lifetime varies: one forward pass (activations), one decoding run ($H_{\text{enc}}$, the KV cache of Lesson 9), a whole training run (Adam's state, checkpointed with the model) |
 #
 # The listing below prints all three for the toy model. Parameter names repeat per block, so they are
 # shown once with the block number as `{i}`.
@@ -484,9 +585,10 @@ for key, value in state.items():
 #
 # `encdec.torch_model` holds the same model in PyTorch: the same [CONFIG], the same parameter names
 # and shapes (`W` used as `x @ W`, gains of shape `(d,)`), but fused kernels, any device and automatic
-# gradients. `from_numpy` copies every [LEARNED] array into it. In float64 the two must agree to
-# rounding error, which proves they compute the same function; in float32, the GPU's usual precision,
-# they agree to about $10^{-6}$. The weights also travel back without loss.
+# gradients. `from_numpy` copies every [LEARNED] array into it. In float64 the two agree to rounding
+# error (about $10^{-15}$) on this batch: strong evidence that they compute the same function. In
+# float32, the GPU's usual precision, they agree to about $10^{-6}$. The weights also travel back
+# without loss.
 
 # %% [demo]
 import torch
@@ -544,14 +646,17 @@ check_forward_order(points=1)
 # * Teacher forcing: the decoder reads the targets shifted right, `<bos>` first, so position $t$ sees
 #   exactly the targets before the one it predicts, and all positions train in one pass.
 # * One embedding matrix $E$ embeds the source and the target and, transposed, is the output head.
-#   Its rows are scaled by $\sqrt{d}$ to the scale of the position encodings; the head is plain $hE^\top$.
+#   Its rows are scaled by $\sqrt{d}$, to the same order as the position encodings; the head is plain $hE^\top$.
 # * `encode`: embed, $N$ encoder blocks with the source padding mask, a final RMSNorm: $H_{\text{enc}}$.
 #   `decode`: embed, $N$ decoder blocks (causal plus padding self-mask, source padding cross-mask), a
 #   final RMSNorm, the tied head: logits $(m, V)$.
 # * The parameter count is $Vd$ for $E$ plus, per block, a quadratic in $d$ and $d_{ff}$, plus $2d$ for
-#   the final norms; a decoder block has $4d^2 + d$ more than an encoder block. [CONFIG] lives in
-#   `model.config`, [LEARNED] in `model.parameters()`, [STATE] in what a call creates and returns.
-# * The PyTorch twin computes the same function: equal logits in float64 on copied weights.
+#   the final norms; a decoder block has $4d^2 + d$ more than an encoder block.
+# * [CONFIG] lives in `model.config` (and in fixed formulas such as the positions), [LEARNED] in
+#   `model.parameters()`. [STATE] is everything computed from the inputs: here, what a forward call
+#   creates and returns.
+# * The PyTorch twin computes the same function: on copied weights its float64 logits agree with
+#   NumPy's to rounding error (about $10^{-15}$), its float32 logits to about $10^{-6}$.
 #
 # **Next — Lesson 7, Backpropagation.** To train this model we need the gradient of the loss with
 # respect to every one of those numbers. You will derive and write the backward passes of the

@@ -4,6 +4,7 @@
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 7 of 10*
 #
 # ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the cross-entropy loss at the logits and the backward pass that carries the gradients of every learned array back through the model, outlined in red and the rest faded](../figures/course_map_07.svg)
+#
 # *The course map. In red: the loss at the logits, where the backward pass starts, and the gradients flowing back along every arrow (head, decoder, $H_{\text{enc}}$, encoder, down to the embedding $E$); every [LEARNED] chip is red, because every parameter gets a gradient. The [figure key](../FIGURE_KEY.md) explains the shapes.*
 #
 # The model of Lesson 6 has tens of thousands of [LEARNED] numbers and no idea what to do with them.

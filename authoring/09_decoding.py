@@ -4,6 +4,7 @@
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 9 of 10*
 #
 # ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, decoding (choosing the next token from the logits and feeding it back in as the decoder's next input), outlined in red and the rest faded](../figures/course_map_09.svg)
+#
 # *The course map. In red: decoding, which picks the next token from the logits and appends it to the decoder's input for the next step. The [figure key](../FIGURE_KEY.md) explains the shapes.*
 #
 # A trained model does not write sentences. At each position it gives a probability for every token
@@ -681,6 +682,7 @@ print("with alpha = 0 the first would be", repr(task.decode(ref.beam_search(unsu
 #   **once**, before the first step, for every decoder block.
 #
 # ![The KV cache over four decoding steps: cross-attention's keys and values, computed once from H_enc, on the left; at each step one new token's key and value rows, in red, are appended to the self-attention cache, which grows by one row per step, and the new token's single query meets all t cached keys plus the n cross keys](../figures/kv_cache.svg)
+#
 # *The KV cache over four steps (`KVCache`, `decode_step`). Each step feeds one token and appends its
 # key and value rows (red); the blue cross-attention keys and values are computed once per sentence.*
 #

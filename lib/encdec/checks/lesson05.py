@@ -192,13 +192,14 @@ BLOCK_ORDER = Ordering(
              "Every sublayer reads the hidden states, so nothing in the block can happen before they arrive."),
         Step("masked causal self-attention over the decoder positions, plus residual add",
              "Self-attention reads the incoming states and mixes in what the decoder has already written, so "
-             "that each position knows its context before it asks the source anything."),
+             "that in the standard block each position knows its context before it asks the source."),
         Step("cross-attention: queries from the decoder, keys and values from the encoder output, plus residual add",
-             "Cross-attention asks the source with queries made from the decoder's states; those states must "
-             "already carry the context of the target written so far, which self-attention puts in first."),
+             "Cross-attention asks the source with queries made from the decoder's states; in the standard "
+             "block those states already carry the context of the target written so far, which self-attention "
+             "has just put in."),
         Step("position-wise feed-forward network, plus residual add",
-             "The feed-forward network works on each position alone, refining what the two attentions "
-             "gathered; it needs their results, from the target context and from the source, in the stream."),
+             "The feed-forward network works on each position alone; in the standard block it comes last and "
+             "processes what the two attentions gathered, from the target and from the source."),
         Step("the result passes on to the next decoder block",
              "The next block takes the finished result, after all three sublayers have added their part."),
     ],

@@ -6,9 +6,9 @@ from . import mistake
 
 # -- Exercise 5.2 DecoderBlock.__call__ --------------------------------------------------------------------
 @mistake("DecoderBlock", "cross_before_self",
-         "cross-attention runs before self-attention. The decoder first reads what it has already written "
-         "(masked self-attention), so that each position carries its context when it asks the source; "
-         "the order is self-attention, then cross-attention, then the feed-forward network.")
+         "cross-attention runs before self-attention. This block follows the standard order (2017, T5, BART): "
+         "self-attention, then cross-attention, then the feed-forward network, so that each position carries "
+         "its target context when it asks the source.")
 def __call__(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
     out, cross_weights = self.cross_attn(rms_norm(x, self.norm2_gamma), encoder_output, cross_attn_mask)
     x = x + out

@@ -74,8 +74,9 @@ def shift_right(targets, bos_id):  # noqa: F811
 # -- Exercise 6.2 embed ----------------------------------------------------------------------------------
 @mistake("embed", "no_scale",
          "the embedding rows are not multiplied by sqrt(d_model). E is initialised with variance "
-         "1/d_model, so its rows are sqrt(d_model) times smaller than the position encodings and would "
-         "be drowned by them. Use E[tokens] * sqrt(d_model) + PE.")
+         "1/d_model, so the entries of its rows (RMS 1/sqrt(d_model)) are about sqrt(d_model/2) times "
+         "smaller than those of the position encodings (RMS 0.71), which would drown them. "
+         "Use E[tokens] * sqrt(d_model) + PE.")
 def embed(model, tokens):
     d = model.config.d_model
     return model.embedding[tokens] + sinusoidal_positions(tokens.shape[-1], d)
@@ -91,7 +92,7 @@ def embed(model, tokens):  # noqa: F811
 
 @mistake("embed", "divided_by_sqrt_d",
          "the embedding rows are divided by sqrt(d_model) instead of multiplied by it: the "
-         "scale brings rows of variance 1/d_model up to unit variance, like the positions.")
+         "scale brings entries of variance 1/d_model up to unit variance, the same order as the positions.")
 def embed(model, tokens):  # noqa: F811
     d = model.config.d_model
     return model.embedding[tokens] / np.sqrt(d) + sinusoidal_positions(tokens.shape[-1], d)
