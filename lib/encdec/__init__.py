@@ -16,6 +16,7 @@ from .attention import (
 )
 from .backward import (
     attention_backward,
+    dropout_backward,
     gelu_backward,
     gradient_check,
     linear_backward,
@@ -37,6 +38,7 @@ from .layers import (
     EncoderBlock,
     FeedForward,
     decoder_block_post_norm,
+    dropout,
     gelu,
     rms_norm,
     sinusoidal_positions,

@@ -138,26 +138,36 @@ class MultiHeadAttention:
         check_last_dim(kv, self.d_model, "key_value_input")
         return split_heads(kv @ self.W_k, self.n_heads), split_heads(kv @ self.W_v, self.n_heads)
 
-    def attend(self, query_input, K, V, mask=None):
-        """Attention of (..., m, d_model) queries over already projected K, V (..., h, n, d_k)."""
+    def attend(self, query_input, K, V, mask=None, dropout_rate=0.0, dropout_rng=None):
+        """Attention of (..., m, d_model) queries over already projected K, V (..., h, n, d_k).
+
+        Attention dropout (training only): with dropout_rate > 0 the weights are dropped after the
+        softmax, before they multiply V; the weights returned are always those before dropout.
+        """
         q = as_float(query_input, "query_input", 2)
         check_last_dim(q, self.d_model, "query_input")
         Q = split_heads(q @ self.W_q, self.n_heads)  # (..., h, m, d_k)
         heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # (..., h, m, d_k)
+        if dropout_rate:
+            from .layers import dropout  # encdec.layers imports this module: import on use
+            heads = dropout(weights, dropout_rate, dropout_rng) @ V  # (..., h, m, d_k)
         return merge_heads(heads) @ self.W_o, weights
 
-    def __call__(self, query_input, key_value_input=None, mask=None):
+    def __call__(self, query_input, key_value_input=None, mask=None, dropout_rate=0.0, dropout_rng=None):
         """Self-attention (key_value_input=None) or cross-attention.
 
         Inputs:  query_input (..., m, d_model); key_value_input (..., n, d_model) or None for
-                 self-attention; mask broadcastable to (..., h, m, n).
-        Returns: (output (..., m, d_model), weights (..., h, m, n)).
+                 self-attention; mask broadcastable to (..., h, m, n); dropout_rate [CONFIG] and
+                 dropout_rng (a numpy Generator): attention dropout, training only (default 0: none).
+        Returns: (output (..., m, d_model), weights (..., h, m, n)), the weights before dropout.
         """
         check_last_dim(as_float(query_input, "query_input", 2), self.d_model, "query_input")
         if key_value_input is None:
             key_value_input = query_input
         K, V = self.project_kv(key_value_input)
-        return self.attend(query_input, K, V, mask)
+        if dropout_rate:
+            return self.attend(query_input, K, V, mask, dropout_rate, dropout_rng)
+        return self.attend(query_input, K, V, mask)  # as in Lesson 4, for subclasses that override attend
 
     def parameters(self):
         return {"W_q": self.W_q, "W_k": self.W_k, "W_v": self.W_v, "W_o": self.W_o}

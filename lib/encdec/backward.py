@@ -84,6 +84,18 @@ def gelu_backward(dout, x):
     return dout * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x))
 
 
+def dropout_backward(dout, keep, rate):
+    """Backward of inverted dropout y = x * keep / (1 - rate): the same mask, the same scale.
+
+    Inputs:  dout (...); keep the boolean mask the forward pass drew (shaped like dout), or None
+             when nothing was dropped; rate in [0, 1).
+    Returns: dx shaped like dout (dout itself when keep is None).
+    """
+    if keep is None:
+        return dout
+    return dout * keep / (1.0 - rate)
+
+
 def numerical_gradient(f, x, h=1e-5):
     """Central differences: df/dx_i ~ (f(x + h e_i) - f(x - h e_i)) / (2h), for scalar f.
 
@@ -108,7 +120,8 @@ def numerical_gradient(f, x, h=1e-5):
 
 
 def relative_error(a, b):
-    """||a - b|| / (||a|| + ||b||): 0 for equal arrays, about 1 for unrelated ones."""
+    """||a - b|| / (||a|| + ||b||), between 0 and 1: 0 for equal arrays, 1 for opposite ones or when
+    exactly one is zero, about 0.7 for unrelated ones of similar size."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"cannot compare gradients of shapes {a.shape} and {b.shape}")
@@ -116,8 +129,10 @@ def relative_error(a, b):
 
 
 def gradient_check(f, x, analytic, h=1e-5):
-    """Compare an analytic gradient with central differences; returns the max relative error.
+    """Compare an analytic gradient with central differences; returns the relative error of the two
+    whole arrays (one number).
 
-    Below about 1e-7 the analytic gradient is right; above 1e-3 it is almost surely wrong.
+    In float64, for a smooth f: below about 1e-7 the analytic gradient is almost surely right; above
+    1e-3 it is almost surely wrong.
     """
     return relative_error(analytic, numerical_gradient(f, x, h))

@@ -67,6 +67,7 @@ class TrainConfig:
     d_ff: int = 256
     n_encoder_layers: int = 2
     n_decoder_layers: int = 2
+    dropout: float = 0.0  # residual, attention and embedding dropout while training (0: none)
     seed: int = 0
     dtype: str = "float32"  # float64 for exact comparisons (the DDP test)
     bf16: bool = False  # bf16 autocast for the forward pass (meant for GPUs)
@@ -78,7 +79,7 @@ class TrainConfig:
     def model_config(self):
         return ModelConfig(vocab_size=dates.VOCAB_SIZE, d_model=self.d_model, n_heads=self.n_heads,
                            d_ff=self.d_ff, n_encoder_layers=self.n_encoder_layers,
-                           n_decoder_layers=self.n_decoder_layers, pad_id=dates.PAD)
+                           n_decoder_layers=self.n_decoder_layers, pad_id=dates.PAD, dropout=self.dropout)
 
     def to_dict(self):
         d = dataclasses.asdict(self)
@@ -254,7 +255,7 @@ def numpy_torch_parity(model, examples):
     Returns {max_abs_diff_logits, tolerance, passed, greedy_identical, examples}.
     """
     src, tgt_in = _parity_batch(examples)
-    np_model = to_numpy(model)  # float64 copies of the weights, exactly
+    np_model = to_numpy(model).eval()  # float64 copies of the weights, exactly; no dropout
     twin, torch_logits = _logits(model, src, tgt_in, "cpu", torch.float64)
     diff = float(np.max(np.abs(np_model(src, tgt_in) - torch_logits)))
     np_out = numpy_greedy_decode(np_model, src, dates.BOS, dates.EOS, dates.TARGET_LEN)
@@ -306,7 +307,11 @@ def bf16_report(model, examples, device, n_logits=256):
 
 
 def parity_report(model, examples, n_numpy=64, bf16_device=None):
-    """Every parity figure of the capstone (JSON-ready). CUDA figures only where CUDA exists."""
+    """Every parity figure of the capstone (JSON-ready). CUDA figures only where CUDA exists.
+
+    Every figure compares models in eval mode, dropout off: each comparison runs on copies put in
+    eval mode (`_logits`, `to_numpy(...).eval()`), whatever the mode of `model`.
+    """
     report = {"numpy_float64_vs_torch_float64_cpu": numpy_torch_parity(model, examples[:n_numpy])}
     if torch.cuda.is_available():
         report["cpu_float32_vs_cuda_float32"] = device_parity(model, examples, "cuda")
@@ -398,6 +403,7 @@ def train(config, out="runs/capstone", device=None, resume=False, stop_at=None, 
     batches = dates.TrainingBatches(config.seed)
     valid = dates.examples("valid", config.seed, config.n_valid)
     last = config.steps if stop_at is None else min(stop_at, config.steps)
+    model.train()  # dropout at config.dropout while training; evaluation and decoding use eval mode
     bar = _progress(config.steps, step, enabled=progress and procs.main)
     hist = state["history"]
     tick, tick_tokens = time.perf_counter(), 0
@@ -522,6 +528,14 @@ def summary_lines(report):
 
 
 # -- command line ------------------------------------------------------------------------------------
+def dropout_rate(text):
+    """argparse type of --dropout: a float in [0, 1)."""
+    rate = float(text)
+    if not 0 <= rate < 1:
+        raise argparse.ArgumentTypeError(f"a dropout rate lies in [0, 1), got {text}")
+    return rate
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m encdec.capstone", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -531,6 +545,8 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, help="global batch size (default 128; smoke 64)")
     p.add_argument("--seed", type=int, help="seed for the weights, the splits and the batches (default 0)")
     p.add_argument("--dtype", choices=["float32", "float64"], help="training precision (default float32)")
+    p.add_argument("--dropout", type=dropout_rate, metavar="RATE",
+                   help="residual, attention and embedding dropout rate while training (default 0)")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (for GPUs); reported separately")
     p.add_argument("--out", default="runs/capstone", help="output folder (default runs/capstone)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt if it exists")
@@ -546,7 +562,7 @@ def parse_args(argv=None):
 def config_from_args(args):
     base = SMOKE if args.smoke else DEFAULT
     changes = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("seed", args.seed),
-                                  ("dtype", args.dtype)) if v is not None}
+                                  ("dtype", args.dtype), ("dropout", args.dropout)) if v is not None}
     if args.bf16:
         changes["bf16"] = True
     return dataclasses.replace(base, **changes)

@@ -7,13 +7,32 @@ The KV cache: the encoder output H_enc is fixed while decoding, so each decoder 
 cross-attention K and V are computed once. Decoder self-attention keys and values of past
 positions never change either (the causal mask means position t never sees anything after
 it), so each step computes K, V for the new token only and appends one row to the cache.
+
+Decoding is inference: it never applies dropout, whatever mode the model is in. greedy_decode and
+beam_search run the model in eval mode and give it back in the mode it came in; decode_step and
+KVCache use only pieces that never drop anything (embed, rms_norm, project_kv, attend, ffn).
 """
+
+import contextlib
 
 import numpy as np
 
 from .attention import softmax
 from .layers import rms_norm
 from .loss import log_softmax
+
+
+@contextlib.contextmanager
+def _eval_mode(model):
+    """Run the block with the model in eval mode (no dropout), then restore the mode it had."""
+    was_training = getattr(model, "training", False)
+    if was_training:
+        model.eval()
+    try:
+        yield model
+    finally:
+        if was_training:
+            model.train()
 
 
 class KVCache:
@@ -79,23 +98,24 @@ def greedy_decode(model, src, bos_id, eos_id, max_len, use_cache=True):
     pad = model.config.pad_id
     banned = {pad, bos_id}
     B = src2.shape[0]
-    H_enc, src_mask = model.encode(src2)
-    cache = KVCache(model, H_enc, src_mask) if use_cache else None
     generated = np.full((B, 0), pad, dtype=np.int64)
     done = np.zeros(B, dtype=bool)
     tgt_in = np.full((B, 1), bos_id, dtype=np.int64)
-    for _ in range(max_len):
-        if use_cache:
-            logits = decode_step(model, tgt_in[:, -1], cache)
-        else:
-            logits = model.decode(tgt_in, H_enc, src_mask)[:, -1]
-        nxt = np.argmax(_ban(logits, banned), axis=-1)
-        nxt = np.where(done, pad, nxt)
-        generated = np.concatenate([generated, nxt[:, None]], axis=1)
-        done |= nxt == eos_id
-        if done.all():
-            break
-        tgt_in = np.concatenate([tgt_in, nxt[:, None]], axis=1)
+    with _eval_mode(model):
+        H_enc, src_mask = model.encode(src2)
+        cache = KVCache(model, H_enc, src_mask) if use_cache else None
+        for _ in range(max_len):
+            if use_cache:
+                logits = decode_step(model, tgt_in[:, -1], cache)
+            else:
+                logits = model.decode(tgt_in, H_enc, src_mask)[:, -1]
+            nxt = np.argmax(_ban(logits, banned), axis=-1)
+            nxt = np.where(done, pad, nxt)
+            generated = np.concatenate([generated, nxt[:, None]], axis=1)
+            done |= nxt == eos_id
+            if done.all():
+                break
+            tgt_in = np.concatenate([tgt_in, nxt[:, None]], axis=1)
     return generated[0] if single else generated
 
 
@@ -161,32 +181,33 @@ def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
     if beam_width < 1:
         raise ValueError(f"beam_width must be at least 1, got {beam_width}")
     banned = {model.config.pad_id, bos_id}
-    H_enc, src_mask = model.encode(src[None])
     live = [((), 0.0)]  # (tokens, sum of log-probabilities)
     finished = []
-    for _ in range(max_len):
-        tgt_in = np.array([(bos_id,) + toks for toks, _ in live])
-        k = len(live)
-        logits = model.decode(tgt_in, np.broadcast_to(H_enc, (k,) + H_enc.shape[1:]), src_mask)[:, -1]
-        logp = log_softmax(_ban(logits, banned), axis=-1)  # (k, V)
-        total = np.array([s for _, s in live])[:, None] + logp
-        flat = np.argsort(-total, axis=None, kind="stable")
-        new_live = []
-        for rank, idx in enumerate(flat):
-            b, tok = divmod(int(idx), logp.shape[1])
-            if not np.isfinite(total[b, tok]):
+    with _eval_mode(model):
+        H_enc, src_mask = model.encode(src[None])
+        for _ in range(max_len):
+            tgt_in = np.array([(bos_id,) + toks for toks, _ in live])
+            k = len(live)
+            logits = model.decode(tgt_in, np.broadcast_to(H_enc, (k,) + H_enc.shape[1:]), src_mask)[:, -1]
+            logp = log_softmax(_ban(logits, banned), axis=-1)  # (k, V)
+            total = np.array([s for _, s in live])[:, None] + logp
+            flat = np.argsort(-total, axis=None, kind="stable")
+            new_live = []
+            for rank, idx in enumerate(flat):
+                b, tok = divmod(int(idx), logp.shape[1])
+                if not np.isfinite(total[b, tok]):
+                    break
+                toks = live[b][0] + (tok,)
+                if tok == eos_id:
+                    if rank < beam_width:
+                        finished.append((toks, float(total[b, tok])))
+                else:
+                    new_live.append((toks, float(total[b, tok])))
+                if len(new_live) == beam_width:
+                    break
+            live = new_live
+            if len(finished) >= beam_width or not live:
                 break
-            toks = live[b][0] + (tok,)
-            if tok == eos_id:
-                if rank < beam_width:
-                    finished.append((toks, float(total[b, tok])))
-            else:
-                new_live.append((toks, float(total[b, tok])))
-            if len(new_live) == beam_width:
-                break
-        live = new_live
-        if len(finished) >= beam_width or not live:
-            break
 
     def normalised(hyp):
         toks, s = hyp

@@ -1,9 +1,16 @@
-"""Layers: RMSNorm, GELU, sinusoidal positions, the feed-forward network, encoder and decoder blocks.
+"""Layers: RMSNorm, GELU, sinusoidal positions, dropout, the feed-forward network, encoder and decoder blocks.
 
 Both blocks are pre-norm: each sublayer reads RMSNorm(x) and adds its result back to x
 (the residual). The decoder block has three sublayers in this order:
 masked causal self-attention, cross-attention to the encoder output, feed-forward.
+
+Dropout, in training only: the blocks take a dropout_rate [CONFIG] and the generator of the masks
+per call (Seq2Seq passes them in training mode). Residual dropout drops each sublayer's output before
+it is added to x; attention dropout drops the attention weights after the softmax. With the default
+dropout_rate=0 a block computes exactly what it computes without dropout.
 """
+
+import numbers
 
 import numpy as np
 
@@ -48,6 +55,26 @@ def sinusoidal_positions(n, d):
     return pe
 
 
+def dropout(x, rate, rng, training=True):
+    """Inverted dropout: zero each entry with probability `rate`, scale the kept ones by 1 / (1 - rate).
+
+    One uniform number per entry, u = rng.random(x.shape); an entry is kept where u >= rate.
+    The expectation is unchanged: E[dropout(x)] = x, so nothing needs rescaling at inference.
+    Inputs:  x of any shape; rate [CONFIG] in [0, 1); rng a numpy Generator; training: False for
+             eval mode.
+    Returns: an array shaped like x. With training=False or rate=0, x itself (nothing drawn).
+    """
+    if not (isinstance(rate, numbers.Real) and 0 <= rate < 1):
+        raise ValueError(f"dropout rate must lie in [0, 1), got {rate!r}")
+    if not training or rate == 0:
+        return x
+    x = as_float(x, "x", min_ndim=0)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    keep = rng.random(x.shape) >= rate
+    return x * keep / (1.0 - rate)
+
+
 class FeedForward:
     """Position-wise feed-forward network: GELU(x W1 + b1) W2 + b2.
 
@@ -88,16 +115,19 @@ class EncoderBlock:
         self.norm1_gamma = np.ones(d_model)
         self.norm2_gamma = np.ones(d_model)
 
-    def __call__(self, x, mask=None):
-        """x (..., n, d_model); mask: the source padding mask, broadcastable to (..., h, n, n).
+    def __call__(self, x, mask=None, dropout_rate=0.0, dropout_rng=None):
+        """x (..., n, d_model); mask: the source padding mask, broadcastable to (..., h, n, n);
+        dropout_rate [CONFIG] and dropout_rng (a numpy Generator): residual and attention dropout
+        (training only; the default 0 drops nothing).
 
         Returns: (..., n, d_model). No causal mask: every source token sees every other.
         """
         x = as_float(x, "x", 2)
         check_last_dim(x, self.d_model, "x")
-        attn_out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=mask)
-        x = x + attn_out
-        return x + self.ffn(rms_norm(x, self.norm2_gamma))
+        attn_out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=mask,
+                                     dropout_rate=dropout_rate, dropout_rng=dropout_rng)
+        x = x + dropout(attn_out, dropout_rate, dropout_rng)
+        return x + dropout(self.ffn(rms_norm(x, self.norm2_gamma)), dropout_rate, dropout_rng)
 
     def parameters(self):
         params = {"norm1_gamma": self.norm1_gamma, "norm2_gamma": self.norm2_gamma}
@@ -127,25 +157,29 @@ class DecoderBlock:
         self.norm2_gamma = np.ones(d_model)
         self.norm3_gamma = np.ones(d_model)
 
-    def __call__(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
+    def __call__(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None,
+                 dropout_rate=0.0, dropout_rng=None):
         """x (..., m, d_model) decoder states; encoder_output (..., n, d_model), used as it is
         (it was normalised once, at the end of the encoder); self_attn_mask the causal mask
         (plus target padding), broadcastable to (..., h, m, m); cross_attn_mask the source
-        padding mask, broadcastable to (..., h, m, n).
+        padding mask, broadcastable to (..., h, m, n); dropout_rate [CONFIG] and dropout_rng (a
+        numpy Generator): residual and attention dropout (training only; the default 0 drops nothing).
 
-        Returns: (output (..., m, d_model), cross_weights (..., h, m, n)).
+        Returns: (output (..., m, d_model), cross_weights (..., h, m, n)), the weights before dropout.
         """
         x = as_float(x, "x", 2)
         H_enc = as_float(encoder_output, "encoder_output", 2)
         check_last_dim(x, self.d_model, "x")
         check_last_dim(H_enc, self.d_model, "encoder_output")
-        self_out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask)
-        x = x + self_out
+        self_out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask,
+                                     dropout_rate=dropout_rate, dropout_rng=dropout_rng)
+        x = x + dropout(self_out, dropout_rate, dropout_rng)
         cross_out, cross_weights = self.cross_attn(
-            rms_norm(x, self.norm2_gamma), key_value_input=H_enc, mask=cross_attn_mask
+            rms_norm(x, self.norm2_gamma), key_value_input=H_enc, mask=cross_attn_mask,
+            dropout_rate=dropout_rate, dropout_rng=dropout_rng,
         )
-        x = x + cross_out
-        x = x + self.ffn(rms_norm(x, self.norm3_gamma))
+        x = x + dropout(cross_out, dropout_rate, dropout_rng)
+        x = x + dropout(self.ffn(rms_norm(x, self.norm3_gamma)), dropout_rate, dropout_rng)
         return x, cross_weights
 
     def parameters(self):

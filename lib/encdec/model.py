@@ -1,28 +1,35 @@
 """The encoder-decoder model: shared embedding, positions, N encoder and N decoder blocks, tied head.
 
-    src (..., n) --embed--> N x EncoderBlock --RMSNorm--> H_enc (..., n, d)   [STATE, computed once]
+    src (..., n) --embed--> N x EncoderBlock --RMSNorm--> H_enc (..., n, d)   [STATE, computed once per source]
     tgt_in (..., m) --embed--> N x DecoderBlock(H_enc) --RMSNorm--> h (..., m, d)
     logits = h @ E.T  (..., m, V)   (the output head is the embedding matrix, transposed: tied)
 
 Embedding: E[token] * sqrt(d_model) + PE[position]. E is initialised with variance 1/d_model,
-so the scaled embedding has unit variance, like the sinusoidal positions it is added to, and the
-tied head h @ E.T starts with logits of unit scale.
+so the scaled embedding has unit variance, the same order as the sinusoidal positions (mean square
+1/2) it is added to, and the tied head h @ E.T starts with logits of unit scale.
+
+Dropout (ModelConfig.dropout [CONFIG], one rate, as in the 2017 paper) in training mode only: on the
+embeddings plus positions of the encoder and of the decoder, on every sublayer's output before its
+residual add, and on the attention weights after the softmax. `model.train()` / `model.eval()`
+switch modes as in PyTorch; in eval mode, or with rate 0, nothing is dropped.
 """
 
+import numbers
 from dataclasses import dataclass, asdict
 
 import numpy as np
 
 from ._shapes import as_tokens
 from .attention import create_causal_mask, padding_mask
-from .layers import DecoderBlock, EncoderBlock, rms_norm, sinusoidal_positions
+from .layers import DecoderBlock, EncoderBlock, dropout, rms_norm, sinusoidal_positions
 
 
 def shift_right(targets, bos_id):
     """Teacher-forcing inputs: prepend BOS and drop the last token.
 
     Inputs:  targets (..., m) integer ids, e.g. [y1, y2, EOS, PAD].
-    Returns: (..., m) ids [BOS, y1, y2, EOS]: position t reads y_<t and is trained to predict y_t.
+    Returns: (..., m) ids [BOS, y1, y2, EOS]: with the causal mask, position t reads <bos>, y_1, ..., y_t
+             and is trained to predict y_{t+1} (the target at position t).
     """
     targets = as_tokens(targets)
     if targets.shape[-1] < 1:
@@ -43,6 +50,7 @@ class ModelConfig:
     n_decoder_layers: int = 2
     pad_id: int = 0
     eps: float = 1e-6
+    dropout: float = 0.0  # residual, attention and embedding dropout, in training mode only
 
     def __post_init__(self):
         if self.vocab_size < 2:
@@ -51,6 +59,8 @@ class ModelConfig:
             raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model}")
         if not 0 <= self.pad_id < self.vocab_size:
             raise ValueError(f"pad_id={self.pad_id} must be a token id below vocab_size={self.vocab_size}")
+        if not (isinstance(self.dropout, numbers.Real) and 0 <= self.dropout < 1):
+            raise ValueError(f"dropout={self.dropout!r} must be a rate in [0, 1)")
 
     def to_dict(self):
         return asdict(self)
@@ -78,7 +88,10 @@ class Seq2Seq:
 
     Attributes: config (ModelConfig); embedding E (V, d_model) [LEARNED], shared by the source,
     the target and the output head; encoder, decoder (lists of blocks); encoder_norm_gamma,
-    decoder_norm_gamma (d_model,) [LEARNED].
+    decoder_norm_gamma (d_model,) [LEARNED]; training (True in training mode, the default, as in
+    PyTorch; see train and eval); dropout_rng [STATE], the numpy Generator that draws every dropout
+    mask: spawned from `rng` (which leaves rng's own draws as they were), so the same seed gives the
+    same weights and the same masks. Assign a fresh generator to re-seed it.
     """
 
     def __init__(self, config=None, rng=None, **kwargs):
@@ -93,6 +106,22 @@ class Seq2Seq:
         self.decoder = [DecoderBlock(c.d_model, c.n_heads, c.d_ff, rng) for _ in range(c.n_decoder_layers)]
         self.encoder_norm_gamma = np.ones(c.d_model)
         self.decoder_norm_gamma = np.ones(c.d_model)
+        self.training = True
+        self.dropout_rng = rng.spawn(1)[0]
+
+    # -- modes ----------------------------------------------------------------------------------
+    def train(self, mode=True):
+        """Training mode (mode=True): dropout at config.dropout. Returns the model."""
+        self.training = bool(mode)
+        return self
+
+    def eval(self):
+        """Eval mode: no dropout, the model is a deterministic function. Returns the model."""
+        return self.train(False)
+
+    def dropout_rate(self):
+        """The rate dropout runs at now: config.dropout in training mode, 0 in eval mode."""
+        return self.config.dropout if self.training else 0.0
 
     # -- the pieces -------------------------------------------------------------------------
     def check_tokens(self, tokens, name):
@@ -113,9 +142,10 @@ class Seq2Seq:
         """src (..., n) -> (H_enc (..., n, d_model), src_mask (..., 1, 1, n))."""
         src = self.check_tokens(src, "src")
         src_mask = padding_mask(src, self.config.pad_id)
-        x = self.embed(src)
+        rate, rng = self.dropout_rate(), self.dropout_rng
+        x = dropout(self.embed(src), rate, rng)
         for block in self.encoder:
-            x = block(x, mask=src_mask)
+            x = block(x, mask=src_mask, dropout_rate=rate, dropout_rng=rng)
         return rms_norm(x, self.encoder_norm_gamma, self.config.eps), src_mask
 
     def decoder_mask(self, tgt_in):
@@ -124,13 +154,15 @@ class Seq2Seq:
 
     def decode(self, tgt_in, H_enc, src_mask, return_attention=False):
         """tgt_in (..., m) -> logits (..., m, V); with return_attention, also the list of each
-        decoder block's cross-attention weights (..., h, m, n)."""
+        decoder block's cross-attention weights (..., h, m, n), before dropout."""
         tgt_in = self.check_tokens(tgt_in, "tgt_in")
-        x = self.embed(tgt_in)
+        rate, rng = self.dropout_rate(), self.dropout_rng
+        x = dropout(self.embed(tgt_in), rate, rng)
         self_mask = self.decoder_mask(tgt_in)
         cross = []
         for block in self.decoder:
-            x, weights = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask)
+            x, weights = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=src_mask,
+                               dropout_rate=rate, dropout_rng=rng)
             cross.append(weights)
         logits = rms_norm(x, self.decoder_norm_gamma, self.config.eps) @ self.embedding.T
         return (logits, cross) if return_attention else logits

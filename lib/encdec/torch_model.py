@@ -5,6 +5,14 @@ so `state_dict()` keys equal `encdec.Seq2Seq.parameters()` keys and weights move
 two without loss in float64 (`from_numpy`, `to_numpy`). The torch side is the fast path: fused
 kernels (F.scaled_dot_product_attention, bias added inside the matmul with F.linear), RMSNorm with
 a closed-form backward, any device, autograd.
+
+Dropout (config.dropout [CONFIG]) in the same three places as in NumPy, in training mode only
+(module.train(), the default, as for every nn.Module): on the embeddings plus positions, on each
+sublayer's output before its residual add, and on the attention weights (the fused kernel's
+dropout_p; with need_weights, the manual path drops the weights itself and returns them undropped).
+Each module's `dropout` is a plain float [CONFIG], 0.0 unless given: with it, or in eval mode, the
+twin computes exactly what it computes without dropout. Dropout has no parameters, so weight
+transfer is unchanged; the masks come from torch's random generator (torch.manual_seed).
 """
 
 import math
@@ -35,12 +43,22 @@ def merge_heads(x):
     return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
 
 
+def _dropout(module, x):
+    """Residual or embedding dropout at module.dropout, in training mode only."""
+    if module.training and module.dropout:
+        return F.dropout(x, module.dropout, training=True)
+    return x
+
+
 class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model, n_heads, generator=None):
+    dropout = 0.0  # [CONFIG] attention dropout; a class default, so subclasses that skip __init__ have it
+
+    def __init__(self, d_model, n_heads, generator=None, dropout=0.0):
         super().__init__()
         if d_model % n_heads:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.dropout = dropout
         self.W_q = _matrix(d_model, d_model, generator)
         self.W_k = _matrix(d_model, d_model, generator)
         self.W_v = _matrix(d_model, d_model, generator)
@@ -48,7 +66,8 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query_input, key_value_input=None, mask=None, need_weights=False):
         """query_input (..., m, d), key_value_input (..., n, d) or None (self-attention),
-        additive mask broadcastable to (..., h, m, n). Returns (output, weights or None)."""
+        additive mask broadcastable to (..., h, m, n). Returns (output, weights or None): the
+        weights before attention dropout."""
         h = self.n_heads
         if key_value_input is None:  # one fused projection for Q, K and V
             qkv = query_input @ torch.cat([self.W_q, self.W_k, self.W_v], dim=1)
@@ -57,15 +76,16 @@ class MultiHeadAttention(nn.Module):
             Q = split_heads(query_input @ self.W_q, h)
             kv = key_value_input @ torch.cat([self.W_k, self.W_v], dim=1)
             K, V = (split_heads(t, h) for t in kv.split(self.d_model, dim=-1))
+        p = self.dropout if self.training else 0.0
         if need_weights:
             scores = Q @ K.transpose(-1, -2) / math.sqrt(self.d_k)
             if mask is not None:
                 scores = scores + mask
             weights = torch.softmax(scores, dim=-1)
-            heads = weights @ V
+            heads = (F.dropout(weights, p, training=True) if p else weights) @ V
         else:
             weights = None
-            heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+            heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, dropout_p=p)
         return merge_heads(heads) @ self.W_o, weights
 
 
@@ -113,39 +133,45 @@ def _rms(x, gamma, eps=1e-6):
 
 
 class EncoderBlock(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, generator=None):
+    dropout = 0.0  # [CONFIG] residual dropout (its attention has its own, the same in Seq2Seq)
+
+    def __init__(self, d_model, n_heads, d_ff, generator=None, dropout=0.0):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, generator)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, generator, dropout)
         self.ffn = FeedForward(d_model, d_ff, generator)
         self.norm1_gamma = nn.Parameter(torch.ones(d_model))
         self.norm2_gamma = nn.Parameter(torch.ones(d_model))
+        self.dropout = dropout
 
     def forward(self, x, mask=None):
-        x = x + self.self_attn(_rms(x, self.norm1_gamma), mask=mask)[0]
-        return x + self.ffn(_rms(x, self.norm2_gamma))
+        x = x + _dropout(self, self.self_attn(_rms(x, self.norm1_gamma), mask=mask)[0])
+        return x + _dropout(self, self.ffn(_rms(x, self.norm2_gamma)))
 
 
 class DecoderBlock(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, generator=None):
+    dropout = 0.0  # [CONFIG] residual dropout; a class default, so subclasses that skip __init__ have it
+
+    def __init__(self, d_model, n_heads, d_ff, generator=None, dropout=0.0):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, generator)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, generator)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, generator, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, generator, dropout)
         self.ffn = FeedForward(d_model, d_ff, generator)
         self.norm1_gamma = nn.Parameter(torch.ones(d_model))
         self.norm2_gamma = nn.Parameter(torch.ones(d_model))
         self.norm3_gamma = nn.Parameter(torch.ones(d_model))
+        self.dropout = dropout
 
     def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None, need_weights=False):
         """Returns (output, cross_weights or None): self -> cross -> FFN, pre-norm, residuals."""
-        x = x + self.self_attn(_rms(x, self.norm1_gamma), mask=self_attn_mask)[0]
+        x = x + _dropout(self, self.self_attn(_rms(x, self.norm1_gamma), mask=self_attn_mask)[0])
         out, weights = self.cross_attn(_rms(x, self.norm2_gamma), encoder_output,
                                        mask=cross_attn_mask, need_weights=need_weights)
-        x = x + out
-        return x + self.ffn(_rms(x, self.norm3_gamma)), weights
+        x = x + _dropout(self, out)
+        return x + _dropout(self, self.ffn(_rms(x, self.norm3_gamma))), weights
 
 
 class Seq2Seq(nn.Module):
-    """Same [CONFIG] (ModelConfig) and [LEARNED] names as encdec.Seq2Seq."""
+    """Same [CONFIG] (ModelConfig, dropout included) and [LEARNED] names as encdec.Seq2Seq."""
 
     def __init__(self, config, seed=None):
         super().__init__()
@@ -155,9 +181,10 @@ class Seq2Seq(nn.Module):
         nn.init.normal_(emb, 0.0, 1.0 / math.sqrt(c.d_model), generator=g)
         self.embedding = nn.Parameter(emb)
         self.encoder = nn.ModuleList(
-            EncoderBlock(c.d_model, c.n_heads, c.d_ff, g) for _ in range(c.n_encoder_layers))
+            EncoderBlock(c.d_model, c.n_heads, c.d_ff, g, c.dropout) for _ in range(c.n_encoder_layers))
         self.decoder = nn.ModuleList(
-            DecoderBlock(c.d_model, c.n_heads, c.d_ff, g) for _ in range(c.n_decoder_layers))
+            DecoderBlock(c.d_model, c.n_heads, c.d_ff, g, c.dropout) for _ in range(c.n_decoder_layers))
+        self.dropout = c.dropout  # on the embeddings plus positions
         self.encoder_norm_gamma = nn.Parameter(torch.ones(c.d_model))
         self.decoder_norm_gamma = nn.Parameter(torch.ones(c.d_model))
         self.register_buffer("positions", torch.from_numpy(sinusoidal_positions(512, c.d_model)).float(),
@@ -183,7 +210,7 @@ class Seq2Seq(nn.Module):
 
     def encode(self, src):
         mask = self.padding_mask(src, self.embedding.dtype)
-        x = self.embed(src)
+        x = _dropout(self, self.embed(src))
         for block in self.encoder:
             x = block(x, mask)
         return _rms(x, self.encoder_norm_gamma, self.config.eps), mask
@@ -192,7 +219,7 @@ class Seq2Seq(nn.Module):
         m = tgt_in.shape[-1]
         causal = torch.triu(torch.full((m, m), float("-inf"), dtype=H_enc.dtype, device=H_enc.device), 1)
         self_mask = causal + self.padding_mask(tgt_in, H_enc.dtype)
-        x = self.embed(tgt_in)
+        x = _dropout(self, self.embed(tgt_in))
         cross = []
         for block in self.decoder:
             x, w = block(x, H_enc, self_mask, src_mask, need_weights=return_attention)
@@ -206,7 +233,17 @@ class Seq2Seq(nn.Module):
 
     @torch.no_grad()
     def greedy_decode(self, src, bos_id, eos_id, max_len):
-        """Batched greedy decoding (src (B, n)) -> (B, L) ids, pad after each row's first EOS."""
+        """Batched greedy decoding (src (B, n)) -> (B, L) ids, pad after each row's first EOS.
+
+        Decoding is inference: it runs in eval mode (no dropout) and restores the module's mode after."""
+        training = self.training
+        self.eval()
+        try:
+            return self._greedy_decode(src, bos_id, eos_id, max_len)
+        finally:
+            self.train(training)
+
+    def _greedy_decode(self, src, bos_id, eos_id, max_len):
         pad = self.config.pad_id
         H_enc, src_mask = self.encode(src)
         B = src.shape[0]
@@ -242,8 +279,8 @@ def load_numpy_parameters(module, params):
 
 
 def from_numpy(np_model, dtype=torch.float64, device="cpu"):
-    """A torch twin holding exactly the NumPy model's weights (lossless in float64)."""
-    model = Seq2Seq(np_model.config).to(dtype=dtype, device=device)
+    """A torch twin holding exactly the NumPy model's weights (lossless in float64), in its mode."""
+    model = Seq2Seq(np_model.config).to(dtype=dtype, device=device).train(np_model.training)
     return load_numpy_parameters(model, np_model.parameters())
 
 
@@ -253,5 +290,5 @@ def numpy_parameters(module):
 
 
 def to_numpy(module):
-    """A NumPy encdec.Seq2Seq with exactly the torch model's weights."""
-    return NumpySeq2Seq(module.config, rng=0).load_parameters(numpy_parameters(module))
+    """A NumPy encdec.Seq2Seq with exactly the torch model's weights, in its mode."""
+    return NumpySeq2Seq(module.config, rng=0).load_parameters(numpy_parameters(module)).train(module.training)
