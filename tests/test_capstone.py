@@ -230,9 +230,12 @@ def test_report_has_every_field(smoke_report):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("heavy")
-def test_resumed_run_continues_exactly_like_an_uninterrupted_one(tmp_path, one_thread):
-    config = dataclasses.replace(capstone.SMOKE, steps=16, batch_size=16, warmup=4, checkpoint_every=4)
+@pytest.mark.parametrize("dropout", [0.0, 0.2], ids=["no-dropout", "dropout"])
+def test_resumed_run_continues_exactly_like_an_uninterrupted_one(tmp_path, one_thread, dropout):
+    config = dataclasses.replace(capstone.SMOKE, steps=16, batch_size=16, warmup=4, checkpoint_every=4,
+                                 dropout=dropout)
     straight, _ = capstone.train(config, tmp_path / "straight", "cpu", progress=False)
+    torch.manual_seed(12345)  # whatever the generator held before, the run seeds and checkpoints its own
     capstone.train(config, tmp_path / "resumed", "cpu", stop_at=9, progress=False)
     saved = torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=True)
     assert saved["step"] == 9
@@ -242,6 +245,19 @@ def test_resumed_run_continues_exactly_like_an_uninterrupted_one(tmp_path, one_t
         assert torch.equal(p, resumed.state_dict()[name]), name
     init = capstone.build_model(config).state_dict()
     assert not torch.equal(init["decoder.0.cross_attn.W_q"], resumed.state_dict()["decoder.0.cross_attn.W_q"])
+
+
+def test_a_checkpoint_from_before_a_config_field_existed_resumes_with_its_default(tmp_path, one_thread):
+    config = dataclasses.replace(capstone.SMOKE, steps=4, batch_size=8, warmup=2, checkpoint_every=2)
+    capstone.train(config, tmp_path, "cpu", stop_at=2, progress=False)
+    path = tmp_path / "checkpoint.pt"
+    saved = torch.load(path, weights_only=True)
+    del saved["config"]["dropout"], saved["dropout_rng"]  # as written before dropout existed
+    torch.save(saved, path)
+    _, state = capstone.train(config, tmp_path, "cpu", resume=True, progress=False)
+    assert state["resumed_from"] == 2 and state["step"] == 4
+    with pytest.raises(ValueError, match="different configuration"):
+        capstone.train(dataclasses.replace(config, dropout=0.1), tmp_path, "cpu", resume=True, progress=False)
 
 
 def test_resume_refuses_a_checkpoint_of_another_configuration(tmp_path, one_thread):

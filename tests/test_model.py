@@ -142,3 +142,32 @@ def test_extra_leading_dimensions(small_model, batch):
     stacked = small_model(np.stack([src, src]), np.stack([tgt, tgt]))
     assert stacked.shape == (2, 2, 5, 17)
     np.testing.assert_allclose(stacked[1], small_model(src, tgt), atol=1e-12)
+
+
+def test_config_eps_reaches_every_norm_in_numpy_twin_and_backward(batch):
+    """ModelConfig.eps is the constant of every RMSNorm, inside the blocks too, in both implementations."""
+    src, tgt = batch
+    tgt_in = encdec.shift_right(tgt, 1)
+    small = encdec.Seq2Seq(vocab_size=17, d_model=16, n_heads=4, d_ff=24, eps=1e-6, rng=3)
+    large = encdec.Seq2Seq(vocab_size=17, d_model=16, n_heads=4, d_ff=24, eps=10.0, rng=3)
+    x = small.embed(src)
+    assert np.abs(small.encoder[0](x) - large.encoder[0](x)).max() > 1e-2, "the blocks ignore ModelConfig.eps"
+    assert all(b.eps == 10.0 for b in large.encoder + large.decoder)
+    twin = tm.from_numpy(large)
+    assert all(b.eps == 10.0 for b in list(twin.encoder) + list(twin.decoder))
+    with torch.no_grad():
+        got = twin(torch.from_numpy(src), torch.from_numpy(tgt_in)).numpy()
+    np.testing.assert_allclose(got, large(src, tgt_in), rtol=0, atol=1e-10)
+    from encdec.loss import softmax_cross_entropy
+    from encdec.training import backward, forward_with_cache
+    logits, cache = forward_with_cache(large, src, tgt_in)
+    _, dlogits = softmax_cross_entropy(logits, tgt, 0)
+    grads = backward(large, dlogits, cache)
+    gamma, h = large.decoder[0].norm2_gamma, 1e-6
+    loss = lambda: softmax_cross_entropy(large(src, tgt_in), tgt, 0)[0]  # noqa: E731
+    gamma[2] += h
+    up = loss()
+    gamma[2] -= 2 * h
+    down = loss()
+    gamma[2] += h
+    assert abs((up - down) / (2 * h) - grads["decoder.0.norm2_gamma"][2]) < 1e-8

@@ -326,20 +326,41 @@ def parity_report(model, examples, n_numpy=64, bf16_device=None):
 
 
 # -- checkpoints ---------------------------------------------------------------------------------
+def dropout_generator_state(device):
+    """The state of the generator dropout draws from on `device` (torch's default one), to checkpoint."""
+    device = torch.device(device)
+    return torch.cuda.get_rng_state(device) if device.type == "cuda" else torch.get_rng_state()
+
+
+def set_dropout_generator_state(device, rng_state):
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.set_rng_state(rng_state.cpu(), device)
+    else:
+        torch.set_rng_state(rng_state.cpu())
+
+
 def save_checkpoint(path, model, optimizer, step, config, state):
     tmp = Path(str(path) + ".tmp")
+    device = next(model.parameters()).device
     torch.save({"step": step, "config": config.to_dict(), "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(), "state": state}, tmp)
+                "optimizer": optimizer.state_dict(), "state": state,
+                "dropout_rng": dropout_generator_state(device)}, tmp)
     os.replace(tmp, path)
 
 
 def load_checkpoint(path, model, optimizer, config, device):
     ckpt = torch.load(path, map_location=device, weights_only=True)
+    # a checkpoint written before a field existed holds that field's default
+    ckpt["config"] = {**{k: v for k, v in TrainConfig().to_dict().items() if k not in ckpt["config"]},
+                      **ckpt["config"]}
     if ckpt["config"] != config.to_dict():
         diff = {k: (ckpt["config"].get(k), v) for k, v in config.to_dict().items() if ckpt["config"].get(k) != v}
         raise ValueError(f"{path} was written with a different configuration (saved, requested): {diff}")
     model.load_state_dict(ckpt["model"])
     optimizer.load_state_dict(ckpt["optimizer"])
+    if "dropout_rng" in ckpt:
+        set_dropout_generator_state(device, ckpt["dropout_rng"])
     return ckpt["step"], ckpt["state"]
 
 
@@ -391,6 +412,9 @@ def train(config, out="runs/capstone", device=None, resume=False, stop_at=None, 
         out.mkdir(parents=True, exist_ok=True)
     model = build_model(config, device)
     optimizer = build_optimizer(model, config)
+    # dropout's masks come from torch's default generator: seeded per process, so each rank drops its
+    # own entries and a run is repeatable; a single process's checkpoint also holds its state (--resume)
+    torch.manual_seed(config.seed * 1_000_003 + 1 + procs.rank)
     step, state = 0, {"history": {"step": [], "loss": [], "token_accuracy": [], "valid": []},
                       "tokens": 0, "train_time_s": 0.0, "time_to_99_valid_s": None, "resumed_from": None}
     if resume and ckpt_path.exists():

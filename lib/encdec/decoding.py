@@ -63,15 +63,15 @@ def decode_step(model, tokens, cache):
     """Feed one new token per sequence at position cache.length; returns its logits (..., V)."""
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)  # (..., 1, d_model)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K_new, V_new = block.self_attn.project_kv(normed)  # (..., h, 1, d_k)
         K, V = cache.append(i, K_new, V_new)  # (..., h, t + 1, d_k): only the past, no mask needed
         out, _ = block.self_attn.attend(normed, K, V)
         x = x + out
-        out, _ = block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i],
+        out, _ = block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i],
                                          cache.cross_v[i], cache.src_mask)
         x = x + out
-        x = x + block.ffn(rms_norm(x, block.norm3_gamma))
+        x = x + block.ffn(rms_norm(x, block.norm3_gamma, block.eps))
     cache.length += 1
     h = rms_norm(x, model.decoder_norm_gamma, model.config.eps)
     return (h @ model.embedding.T)[..., 0, :]

@@ -104,12 +104,15 @@ class FeedForward:
 class EncoderBlock:
     """Pre-norm encoder block: bidirectional self-attention, then feed-forward, each with a residual.
 
-    Attributes: self_attn (MultiHeadAttention), ffn (FeedForward), norm1_gamma, norm2_gamma (d_model,).
+    Attributes: self_attn (MultiHeadAttention), ffn (FeedForward), norm1_gamma, norm2_gamma (d_model,);
+    eps [CONFIG], the RMSNorms' constant (Seq2Seq passes ModelConfig.eps).
     """
 
-    def __init__(self, d_model, n_heads, d_ff, rng=None):
+    eps = 1e-6
+
+    def __init__(self, d_model, n_heads, d_ff, rng=None, eps=1e-6):
         rng = np.random.default_rng(rng)
-        self.d_model = d_model
+        self.d_model, self.eps = d_model, eps
         self.self_attn = MultiHeadAttention(d_model, n_heads, rng)
         self.ffn = FeedForward(d_model, d_ff, rng)
         self.norm1_gamma = np.ones(d_model)
@@ -124,10 +127,10 @@ class EncoderBlock:
         """
         x = as_float(x, "x", 2)
         check_last_dim(x, self.d_model, "x")
-        attn_out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=mask,
+        attn_out, _ = self.self_attn(rms_norm(x, self.norm1_gamma, self.eps), mask=mask,
                                      dropout_rate=dropout_rate, dropout_rng=dropout_rng)
         x = x + dropout(attn_out, dropout_rate, dropout_rng)
-        return x + dropout(self.ffn(rms_norm(x, self.norm2_gamma)), dropout_rate, dropout_rng)
+        return x + dropout(self.ffn(rms_norm(x, self.norm2_gamma, self.eps)), dropout_rate, dropout_rng)
 
     def parameters(self):
         params = {"norm1_gamma": self.norm1_gamma, "norm2_gamma": self.norm2_gamma}
@@ -147,9 +150,11 @@ class DecoderBlock:
     norm1_gamma, norm2_gamma, norm3_gamma (d_model,), one norm per sublayer.
     """
 
-    def __init__(self, d_model, n_heads, d_ff, rng=None):
+    eps = 1e-6
+
+    def __init__(self, d_model, n_heads, d_ff, rng=None, eps=1e-6):
         rng = np.random.default_rng(rng)
-        self.d_model = d_model
+        self.d_model, self.eps = d_model, eps
         self.self_attn = MultiHeadAttention(d_model, n_heads, rng)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, rng)
         self.ffn = FeedForward(d_model, d_ff, rng)
@@ -171,15 +176,15 @@ class DecoderBlock:
         H_enc = as_float(encoder_output, "encoder_output", 2)
         check_last_dim(x, self.d_model, "x")
         check_last_dim(H_enc, self.d_model, "encoder_output")
-        self_out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask,
+        self_out, _ = self.self_attn(rms_norm(x, self.norm1_gamma, self.eps), mask=self_attn_mask,
                                      dropout_rate=dropout_rate, dropout_rng=dropout_rng)
         x = x + dropout(self_out, dropout_rate, dropout_rng)
         cross_out, cross_weights = self.cross_attn(
-            rms_norm(x, self.norm2_gamma), key_value_input=H_enc, mask=cross_attn_mask,
+            rms_norm(x, self.norm2_gamma, self.eps), key_value_input=H_enc, mask=cross_attn_mask,
             dropout_rate=dropout_rate, dropout_rng=dropout_rng,
         )
         x = x + dropout(cross_out, dropout_rate, dropout_rng)
-        x = x + dropout(self.ffn(rms_norm(x, self.norm3_gamma)), dropout_rate, dropout_rng)
+        x = x + dropout(self.ffn(rms_norm(x, self.norm3_gamma, self.eps)), dropout_rate, dropout_rng)
         return x, cross_weights
 
     def parameters(self):
@@ -201,7 +206,7 @@ def decoder_block_post_norm(block, x, encoder_output, self_attn_mask=None, cross
     """
     x = as_float(x, "x", 2)
     self_out, _ = block.self_attn(x, mask=self_attn_mask)
-    x = rms_norm(x + self_out, block.norm1_gamma)
+    x = rms_norm(x + self_out, block.norm1_gamma, block.eps)
     cross_out, cross_weights = block.cross_attn(x, key_value_input=encoder_output, mask=cross_attn_mask)
-    x = rms_norm(x + cross_out, block.norm2_gamma)
-    return rms_norm(x + block.ffn(x), block.norm3_gamma), cross_weights
+    x = rms_norm(x + cross_out, block.norm2_gamma, block.eps)
+    return rms_norm(x + block.ffn(x), block.norm3_gamma, block.eps), cross_weights

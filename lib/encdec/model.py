@@ -40,7 +40,9 @@ def shift_right(targets, bos_id):
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Everything [CONFIG] about a model: chosen before training, never learned."""
+    """Everything [CONFIG] about a model: set before the run, the same for every input, never learned.
+
+    eps is the constant of every RMSNorm of the model (the blocks' and the two final norms)."""
 
     vocab_size: int
     d_model: int = 64
@@ -102,8 +104,8 @@ class Seq2Seq:
         rng = np.random.default_rng(rng)
         c = self.config = config
         self.embedding = rng.normal(0.0, 1.0 / np.sqrt(c.d_model), size=(c.vocab_size, c.d_model))
-        self.encoder = [EncoderBlock(c.d_model, c.n_heads, c.d_ff, rng) for _ in range(c.n_encoder_layers)]
-        self.decoder = [DecoderBlock(c.d_model, c.n_heads, c.d_ff, rng) for _ in range(c.n_decoder_layers)]
+        self.encoder = [EncoderBlock(c.d_model, c.n_heads, c.d_ff, rng, c.eps) for _ in range(c.n_encoder_layers)]
+        self.decoder = [DecoderBlock(c.d_model, c.n_heads, c.d_ff, rng, c.eps) for _ in range(c.n_decoder_layers)]
         self.encoder_norm_gamma = np.ones(c.d_model)
         self.decoder_norm_gamma = np.ones(c.d_model)
         self.training = True

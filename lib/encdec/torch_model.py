@@ -134,24 +134,26 @@ def _rms(x, gamma, eps=1e-6):
 
 class EncoderBlock(nn.Module):
     dropout = 0.0  # [CONFIG] residual dropout (its attention has its own, the same in Seq2Seq)
+    eps = 1e-6  # [CONFIG] the RMSNorms' constant (Seq2Seq passes ModelConfig.eps)
 
-    def __init__(self, d_model, n_heads, d_ff, generator=None, dropout=0.0):
+    def __init__(self, d_model, n_heads, d_ff, generator=None, dropout=0.0, eps=1e-6):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, generator, dropout)
         self.ffn = FeedForward(d_model, d_ff, generator)
         self.norm1_gamma = nn.Parameter(torch.ones(d_model))
         self.norm2_gamma = nn.Parameter(torch.ones(d_model))
-        self.dropout = dropout
+        self.dropout, self.eps = dropout, eps
 
     def forward(self, x, mask=None):
-        x = x + _dropout(self, self.self_attn(_rms(x, self.norm1_gamma), mask=mask)[0])
-        return x + _dropout(self, self.ffn(_rms(x, self.norm2_gamma)))
+        x = x + _dropout(self, self.self_attn(_rms(x, self.norm1_gamma, self.eps), mask=mask)[0])
+        return x + _dropout(self, self.ffn(_rms(x, self.norm2_gamma, self.eps)))
 
 
 class DecoderBlock(nn.Module):
     dropout = 0.0  # [CONFIG] residual dropout; a class default, so subclasses that skip __init__ have it
+    eps = 1e-6  # [CONFIG] the RMSNorms' constant (Seq2Seq passes ModelConfig.eps)
 
-    def __init__(self, d_model, n_heads, d_ff, generator=None, dropout=0.0):
+    def __init__(self, d_model, n_heads, d_ff, generator=None, dropout=0.0, eps=1e-6):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, generator, dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, generator, dropout)
@@ -159,15 +161,15 @@ class DecoderBlock(nn.Module):
         self.norm1_gamma = nn.Parameter(torch.ones(d_model))
         self.norm2_gamma = nn.Parameter(torch.ones(d_model))
         self.norm3_gamma = nn.Parameter(torch.ones(d_model))
-        self.dropout = dropout
+        self.dropout, self.eps = dropout, eps
 
     def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None, need_weights=False):
         """Returns (output, cross_weights or None): self -> cross -> FFN, pre-norm, residuals."""
-        x = x + _dropout(self, self.self_attn(_rms(x, self.norm1_gamma), mask=self_attn_mask)[0])
-        out, weights = self.cross_attn(_rms(x, self.norm2_gamma), encoder_output,
+        x = x + _dropout(self, self.self_attn(_rms(x, self.norm1_gamma, self.eps), mask=self_attn_mask)[0])
+        out, weights = self.cross_attn(_rms(x, self.norm2_gamma, self.eps), encoder_output,
                                        mask=cross_attn_mask, need_weights=need_weights)
         x = x + _dropout(self, out)
-        return x + _dropout(self, self.ffn(_rms(x, self.norm3_gamma))), weights
+        return x + _dropout(self, self.ffn(_rms(x, self.norm3_gamma, self.eps))), weights
 
 
 class Seq2Seq(nn.Module):
@@ -181,9 +183,9 @@ class Seq2Seq(nn.Module):
         nn.init.normal_(emb, 0.0, 1.0 / math.sqrt(c.d_model), generator=g)
         self.embedding = nn.Parameter(emb)
         self.encoder = nn.ModuleList(
-            EncoderBlock(c.d_model, c.n_heads, c.d_ff, g, c.dropout) for _ in range(c.n_encoder_layers))
+            EncoderBlock(c.d_model, c.n_heads, c.d_ff, g, c.dropout, c.eps) for _ in range(c.n_encoder_layers))
         self.decoder = nn.ModuleList(
-            DecoderBlock(c.d_model, c.n_heads, c.d_ff, g, c.dropout) for _ in range(c.n_decoder_layers))
+            DecoderBlock(c.d_model, c.n_heads, c.d_ff, g, c.dropout, c.eps) for _ in range(c.n_decoder_layers))
         self.dropout = c.dropout  # on the embeddings plus positions
         self.encoder_norm_gamma = nn.Parameter(torch.ones(c.d_model))
         self.decoder_norm_gamma = nn.Parameter(torch.ones(c.d_model))

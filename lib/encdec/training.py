@@ -57,26 +57,26 @@ def _ffn_forward(ffn, x):
 
 
 def _encoder_block_forward(block, x, mask, drop):
-    n1 = rms_norm(x, block.norm1_gamma)
+    n1 = rms_norm(x, block.norm1_gamma, block.eps)
     a, _, c_attn = _mha_forward(block.self_attn, n1, n1, mask, drop)
     a, keep_attn = _dropout(a, drop)  # residual dropout
     x1 = x + a
-    n2 = rms_norm(x1, block.norm2_gamma)
+    n2 = rms_norm(x1, block.norm2_gamma, block.eps)
     f, c_ffn = _ffn_forward(block.ffn, n2)
     f, keep_ffn = _dropout(f, drop)
     return x1 + f, dict(x=x, x1=x1, attn=c_attn, ffn=c_ffn, keep=[keep_attn, keep_ffn])
 
 
 def _decoder_block_forward(block, x, H_enc, self_mask, cross_mask, drop):
-    n1 = rms_norm(x, block.norm1_gamma)
+    n1 = rms_norm(x, block.norm1_gamma, block.eps)
     a, _, c_self = _mha_forward(block.self_attn, n1, n1, self_mask, drop)
     a, keep_self = _dropout(a, drop)  # residual dropout, after each sublayer
     x1 = x + a
-    n2 = rms_norm(x1, block.norm2_gamma)
+    n2 = rms_norm(x1, block.norm2_gamma, block.eps)
     c, cross_weights, c_cross = _mha_forward(block.cross_attn, n2, H_enc, cross_mask, drop)
     c, keep_cross = _dropout(c, drop)
     x2 = x1 + c
-    n3 = rms_norm(x2, block.norm3_gamma)
+    n3 = rms_norm(x2, block.norm3_gamma, block.eps)
     f, c_ffn = _ffn_forward(block.ffn, n3)
     f, keep_ffn = _dropout(f, drop)
     cache = dict(x=x, x1=x1, x2=x2, self_attn=c_self, cross_attn=c_cross, ffn=c_ffn,
@@ -149,11 +149,11 @@ def _encoder_block_backward(block, dout, c, grads, prefix, rate):
     keep_attn, keep_ffn = c["keep"]
     dx1 = dout.copy()
     dn2 = _ffn_backward(block.ffn, dropout_backward(dout, keep_ffn, rate), c["ffn"], grads, prefix + "ffn.")
-    d, grads[prefix + "norm2_gamma"] = rms_norm_backward(dn2, c["x1"], block.norm2_gamma)
+    d, grads[prefix + "norm2_gamma"] = rms_norm_backward(dn2, c["x1"], block.norm2_gamma, block.eps)
     dx1 += d
     dq, dkv = _mha_backward(block.self_attn, dropout_backward(dx1, keep_attn, rate), c["attn"], grads,
                             prefix + "self_attn.", rate)
-    d, grads[prefix + "norm1_gamma"] = rms_norm_backward(dq + dkv, c["x"], block.norm1_gamma)
+    d, grads[prefix + "norm1_gamma"] = rms_norm_backward(dq + dkv, c["x"], block.norm1_gamma, block.eps)
     return dx1 + d
 
 
@@ -162,15 +162,15 @@ def _decoder_block_backward(block, dout, c, grads, prefix, rate):
     keep_self, keep_cross, keep_ffn = c["keep"]
     dx2 = dout.copy()
     dn3 = _ffn_backward(block.ffn, dropout_backward(dout, keep_ffn, rate), c["ffn"], grads, prefix + "ffn.")
-    d, grads[prefix + "norm3_gamma"] = rms_norm_backward(dn3, c["x2"], block.norm3_gamma)
+    d, grads[prefix + "norm3_gamma"] = rms_norm_backward(dn3, c["x2"], block.norm3_gamma, block.eps)
     dx2 += d
     dq, dH_enc = _mha_backward(block.cross_attn, dropout_backward(dx2, keep_cross, rate), c["cross_attn"], grads,
                                prefix + "cross_attn.", rate)
-    d, grads[prefix + "norm2_gamma"] = rms_norm_backward(dq, c["x1"], block.norm2_gamma)
+    d, grads[prefix + "norm2_gamma"] = rms_norm_backward(dq, c["x1"], block.norm2_gamma, block.eps)
     dx1 = dx2 + d
     dq, dkv = _mha_backward(block.self_attn, dropout_backward(dx1, keep_self, rate), c["self_attn"], grads,
                             prefix + "self_attn.", rate)
-    d, grads[prefix + "norm1_gamma"] = rms_norm_backward(dq + dkv, c["x"], block.norm1_gamma)
+    d, grads[prefix + "norm1_gamma"] = rms_norm_backward(dq + dkv, c["x"], block.norm1_gamma, block.eps)
     return dx1 + d, dH_enc
 
 
