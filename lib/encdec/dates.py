@@ -4,7 +4,7 @@
 
 A seq2seq task with real alignment structure: to write the year, the month and the day, the
 decoder must find them in the source, and they sit in different places in different formats
-(cross-attention maps show it). Source and target lengths differ (4 to 32 characters in, always
+(cross-attention maps show it). Source and target lengths differ (8 to 28 characters in, always
 10 out, plus EOS).
 
 Convention: numeric dates are day-first, as in most of the world: "02/12/2026", "2/12/2026",
