@@ -14,7 +14,10 @@ match, and NumPy against torch forward time on the same weights.
 3. NumPy (float64) against torch (float32 and float64) forward passes on the same trained
    weights and the same batch of 128 test examples.
 
-Everything runs in a child process with one thread per process, the capstone's CPU default.
+Everything runs in a child process with one thread per process, the capstone's CPU default. On a
+machine with a CUDA GPU, the throughput is measured there too (same batches, TF32 off), against
+nn.Transformer on the same GPU and against the CPU; the time to >= 99% then runs on the GPU, as
+`make capstone` does.
 """
 
 import json
@@ -28,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 THROUGHPUT = "Capstone training throughput (CPU, same batches of 128, AdamW, one thread)"
+GPU_THROUGHPUT = "Capstone training throughput on the GPU ({name}; same batches of 128, AdamW, TF32 off)"
 TIME_TO_99 = "Capstone time to >= 99% exact match (default configuration)"
 FORWARD = "NumPy vs torch CPU forward, same weights (batch of 128 test dates)"
 
@@ -72,8 +76,8 @@ def reference_transformer(config):
 
 
 # -- measurements (in the child process) ----------------------------------------------------------------
-def throughput(steps_per_block, blocks):
-    """{name: (tokens/s per block, parameters)} for the capstone model and nn.Transformer."""
+def throughput(steps_per_block, blocks, device="cpu"):
+    """{name: (tokens/s per block, parameters)} for the capstone model and nn.Transformer on `device`."""
     import torch
 
     from encdec import capstone, dates
@@ -82,7 +86,10 @@ def throughput(steps_per_block, blocks):
     procs = capstone.Processes()
     batches = dates.TrainingBatches(config.seed)
     torch.manual_seed(0)
-    models = {"capstone": capstone.build_model(config), "nn.Transformer": reference_transformer(config)}
+    if torch.device(device).type == "cuda":
+        capstone.tf32_disabled()  # as in training and in the parity figures
+    models = {"capstone": capstone.build_model(config, device),
+              "nn.Transformer": reference_transformer(config).to(device)}
     optimizers = {k: capstone.build_optimizer(m, config) for k, m in models.items()}
     rates = {k: [] for k in models}
     step = {k: 0 for k in models}
@@ -93,13 +100,15 @@ def throughput(steps_per_block, blocks):
         start = time.perf_counter()
         for _ in range(n):
             step[name] += 1  # both models see batch 1, 2, 3, ... in the same order
-            src, tgt_in, tgt, (n_target, n_source) = capstone.global_batch(batches, step[name], config, procs, "cpu")
+            src, tgt_in, tgt, (n_target, n_source) = capstone.global_batch(batches, step[name], config, procs, device)
             loss = capstone.loss_and_stats(model, src, tgt_in, tgt, n_target)[0]
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             opt.step()
             tokens += n_target + n_source
+        if torch.device(device).type == "cuda":
+            torch.cuda.synchronize()  # the GPU runs ahead of Python: count only finished work
         return tokens / (time.perf_counter() - start)
 
     for name in models:  # warm-up: first calls allocate and pick kernels
@@ -155,11 +164,18 @@ def forward_times(repeats):
     return result, diff
 
 
+def gpu_name():
+    import torch
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
 def child(task, arg):
     import torch
     torch.set_num_threads(1)
     if task == "throughput":
         return throughput(*arg)
+    if task == "gpu":
+        return gpu_name()
     if task == "time_to_99":
         return time_to_99(arg)
     if task == "forward":
@@ -186,6 +202,21 @@ def run(quick=False):
                      "unit": "tokens/s", "note": "median of alternating blocks"})
     rows.append({"group": THROUGHPUT, "name": "capstone / nn.Transformer", "value": median["capstone"] / median["nn.Transformer"],
                  "unit": "x", "note": ">= 1: the capstone model trains at least as fast"})
+
+    gpu = in_child("gpu", None)
+    if gpu:
+        blocks = [10, 3] if quick else [50, 6]
+        on_gpu = in_child("throughput", blocks + ["cuda"])
+        gpu_median = {k: statistics.median(v[0]) for k, v in on_gpu.items()}
+        group = GPU_THROUGHPUT.format(name=gpu)
+        for name in on_gpu:
+            rows.append({"group": group, "name": name, "value": gpu_median[name], "unit": "tokens/s",
+                         "note": "median of alternating blocks"})
+        rows.append({"group": group, "name": "capstone / nn.Transformer, same GPU",
+                     "value": gpu_median["capstone"] / gpu_median["nn.Transformer"], "unit": "x"})
+        rows.append({"group": group, "name": "capstone, GPU / CPU (one thread)",
+                     "value": gpu_median["capstone"] / median["capstone"], "unit": "x",
+                     "note": "batches of 128 are small: the GPU waits on Python and kernel launches"})
 
     if quick:
         saved = ROOT / "runs" / "capstone" / "report.json"
