@@ -129,3 +129,36 @@ def train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=N
         p[...], optimizer.m[name], optimizer.v[name] = adam_update(
             p, grads[name], optimizer.m[name], optimizer.v[name], optimizer.t, rate, *optimizer.betas, optimizer.eps)
     return loss, token_accuracy(logits, targets, pad_id)
+
+
+# -- 8.6 ----------------------------------------------------------------------------------------------------
+@alternative("dropout")
+def dropout(x, rate, rng, training=True):
+    """np.where on the kept entries, the scale computed once; a float32 input stays float32."""
+    if not training or rate == 0:
+        return x
+    x = np.asarray(x)
+    u = rng.random(size=x.shape)
+    scale = np.asarray(1.0 / (1.0 - rate), dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+    return np.where(u >= rate, x * scale, 0.0).astype(scale.dtype)
+
+
+@alternative("dropout")
+def dropout(x, rate, rng, training=True):  # noqa: F811
+    """The other exact convention, from the same single draw: keep where u < 1 - rate (same distribution)."""
+    if training and rate > 0:
+        keep_probability = 1.0 - rate
+        keep = rng.uniform(size=np.shape(x)) < keep_probability
+        return x * keep / keep_probability
+    return x
+
+
+@alternative("dropout")
+def dropout(x, rate, rng, training=True):  # noqa: F811
+    """Entry by entry over a flat copy, one rng.random() at a time, in C order (the same stream of numbers)."""
+    if rate == 0 or not training:
+        return x
+    flat = np.array(x, dtype=np.float64).ravel()
+    for i in range(flat.size):
+        flat[i] = flat[i] / (1 - rate) if rng.random() >= rate else 0.0
+    return flat.reshape(np.shape(x))

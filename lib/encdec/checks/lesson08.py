@@ -1,7 +1,7 @@
 """Checkers for lesson 08, Training.
 
 Exercise 8.1 sequence_cross_entropy (3 points), 8.2 adam_update (3), 8.3 warmup_schedule (2),
-8.4 train_step (3), 8.5 the steps of one training step, in order (1).
+8.4 train_step (3), 8.5 the steps of one training step, in order (1), 8.6 dropout (2).
 
 `train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None)` receives the
 reference `encdec.Seq2Seq` with randomised weights and the reference `encdec.Adam`, and runs with
@@ -14,15 +14,15 @@ import dataclasses
 
 import numpy as np
 
+from .. import layers, optim, training
 from .. import loss as loss_mod
-from .. import optim, training
 from ..mistakes import CATALOG
 from ..mistakes import lesson08 as _register  # noqa: F401  (fills the catalog)
 from ..model import Seq2Seq
-from .core import Case, Checker, Exercise, rebind
+from .core import Case, Checker, Exercise, rebind, run_student
 from .ordering import Ordering, Step
 
-POINTS = {"8.1": 3, "8.2": 3, "8.3": 2, "8.4": 3, "8.5": 1}
+POINTS = {"8.1": 3, "8.2": 3, "8.3": 2, "8.4": 3, "8.5": 1, "8.6": 2}
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -285,11 +285,134 @@ def check_training_step_order(training_step_order=None, *, points=POINTS["8.5"])
     return TRAINING_STEP_ORDER.check(training_step_order, points)
 
 
+# -- Exercise 8.6 -----------------------------------------------------------------------------------------
+# The convention: u = rng.random(x.shape), drawn once; keep where u >= rate; x * keep / (1 - rate); with
+# training=False or rate == 0, x itself and nothing drawn. keep = u < 1 - rate (the same distribution from
+# the same single draw) is accepted too: the checker finds out which one the answer uses and checks every
+# case against that one, exactly.
+class _Flipped:
+    """A generator whose random() gives 1 - u: the catalog's mistakes, run in the u < 1 - rate convention."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def random(self, size=None):
+        return 1.0 - self.rng.random(size)
+
+    def __getattr__(self, name):
+        return getattr(self.rng, name)
+
+
+def _draws(rng, seed, limit):
+    """How many rng.random() numbers `rng` has drawn since default_rng(seed); -1 if not a whole number of them."""
+    target = rng.bit_generator.state
+    fresh = np.random.default_rng(seed)
+    for k in range(limit + 1):
+        if fresh.bit_generator.state == target:
+            return k
+        fresh.random()
+    return -1
+
+
+def _seeded(dropout, flipped=False):
+    """Run dropout(x, rate, rng, ...) with rng = default_rng(seed); return (output, numbers drawn from rng)."""
+    def run(x, rate, seed, **kwargs):
+        rng = np.random.default_rng(seed)
+        out = dropout(x, rate, _Flipped(rng) if flipped else rng, **kwargs)
+        return out, _draws(rng, seed, 3 * np.size(x) + 8)
+    return run
+
+
+def _dropout_single_draw(x, rate, rng, training=True):
+    """The other exact convention: keep where u < 1 - rate."""
+    if not training or rate == 0:
+        return x
+    u = rng.random(np.shape(x))
+    return np.asarray(x, dtype=np.float64) * (u < 1.0 - rate) / (1.0 - rate)
+
+
+def _probe(fn):
+    """(keeps u < 1 - rate, draws nothing from rng) of the answer on one training-mode input; both
+    False when it fails or returns something else than an array of x's shape."""
+    x, rate, seed = np.arange(1.0, 25.0).reshape(4, 6), 0.3, 808
+    rng = np.random.default_rng(seed)
+    out = run_student(fn, (x.copy(), rate, rng), forbidden=[layers.dropout, training._dropout])
+    got = out.value
+    if out.error is not None or not isinstance(got, np.ndarray) or got.shape != x.shape:
+        return False, False
+    u = np.random.default_rng(seed).random(x.shape)
+    single_draw = np.array_equal(got != 0, u < 1 - rate) and not np.array_equal(got != 0, u >= rate)
+    return bool(single_draw), _draws(rng, seed, 0) == 0 and bool(np.any(got != x))
+
+
+def dropout_cases():
+    r = _rng(86)
+    return {
+        "training": [
+            Case("x = 1..12 as a (3, 4) array, rate=0.4, rng=default_rng(0), training left at its default",
+                 (np.arange(1.0, 13.0).reshape(3, 4), 0.4, 0)),
+            Case("a (2, 3, 5) batch of normal numbers, rate=0.1 (the 2017 rate), rng=default_rng(1)",
+                 (r.normal(size=(2, 3, 5)), 0.1, 1)),
+            Case("a (7,) vector, rate=0.3, training=True, rng=default_rng(2)",
+                 (r.normal(size=7), 0.3, 2), {"training": True}, hidden=True),
+            Case("a (2, 2, 3, 4) batch, rate=0.25, rng=default_rng(3)", (r.normal(size=(2, 2, 3, 4)), 0.25, 3),
+                 hidden=True),
+        ],
+        "off": [
+            Case("eval mode: training=False, rate=0.5 (x itself, nothing drawn)",
+                 (r.normal(size=(3, 4)), 0.5, 4), {"training": False}),
+            Case("rate=0 in training mode (x itself, nothing drawn)", (r.normal(size=(2, 5)), 0.0, 5)),
+            Case("eval mode on a (2, 3, 4) batch, rate=0.9", (r.normal(size=(2, 3, 4)), 0.9, 6), {"training": False},
+                 hidden=True),
+        ],
+        "robust": [
+            Case("float32 input, rate=0.2, rng=default_rng(7)", (r.normal(size=(4, 5)).astype(np.float32), 0.2, 7),
+                 float32=True),
+            Case("rate=0.95, close to 1: most entries dropped, the rest scaled by 20; rng=default_rng(8)",
+                 (r.normal(size=(5, 6)) + 2.0, 0.95, 8)),
+            Case("a single number (shape ()), rate=0.5, rng=default_rng(0)", (np.array(3.0), 0.5, 0), hidden=True),
+            Case("a (1, 40) row of ones, rate=0.5, rng=default_rng(9)", (np.ones((1, 40)), 0.5, 9), hidden=True),
+        ],
+    }
+
+
+def check_dropout(dropout=None, *, points=POINTS["8.6"], hidden=False):
+    """Exercise 8.6: inverted dropout, u = rng.random(x.shape) drawn once, keep where u >= rate,
+    x * keep / (1 - rate); x itself (nothing drawn) with training=False or rate=0.
+
+    keep = u < 1 - rate, the same distribution from the same draw, is accepted as well: the answer is
+    then checked, exactly, against that convention.
+    """
+    c = Checker("8.6", "dropout", points, hidden)
+    fn = c.find(dropout, "dropout")
+    forbidden = [layers.dropout, training._dropout]
+    flipped, nothing_drawn = _probe(fn) if fn is not None else (False, False)
+    if nothing_drawn:
+        c.note("in training mode your function draws no numbers from `rng`, yet changes x: draw the mask "
+               "from the generator it is given, u = rng.random(x.shape) (not from np.random), so that the "
+               "same seed gives the same mask.")
+    if flipped:
+        c.note("you keep the entries where u < 1 - rate, not where u >= rate: the same distribution from "
+               "the same single draw, so it is accepted, and every case is checked against that convention.")
+    ref = _seeded(_dropout_single_draw if flipped else layers.dropout)
+    catalog = _wrap_catalog(CATALOG["dropout"], lambda impl: _seeded(impl, flipped))
+    common = dict(catalog=catalog, forbidden=forbidden,
+                  names=("output", "how many numbers your function drew from rng (-1: not a whole number of "
+                                   "rng.random() draws)"))
+    cases = dropout_cases()
+    c.check_cases("training mode: one draw u, keep where u >= rate, scale by 1 / (1 - rate)", _seeded(fn), ref,
+                  cases["training"], **common)
+    c.check_cases("eval mode and rate 0: x unchanged, nothing drawn", _seeded(fn), ref, cases["off"], **common)
+    c.check_cases("float32, a rate near 1, any shape", _seeded(fn), ref, cases["robust"], **common)
+    return c.result()
+
+
 EXERCISES = [
     Exercise("8.1", "sequence_cross_entropy", check_sequence_cross_entropy, POINTS["8.1"],
              loss_mod.softmax_cross_entropy),
     Exercise("8.2", "adam_update", check_adam_update, POINTS["8.2"], optim.adam_update),
     Exercise("8.3", "warmup_schedule", check_warmup_schedule, POINTS["8.3"], optim.warmup_schedule),
     Exercise("8.4", "train_step", check_train_step, POINTS["8.4"], training.train_step),
+    Exercise("8.6", "dropout", check_dropout, POINTS["8.6"], layers.dropout),
 ]
 ORDERINGS = [TRAINING_STEP_ORDER]

@@ -161,8 +161,11 @@ class Canvas:
         self.ax.text(x, y - 0.01, "+", ha="center", va="center", fontsize=9, color=color, zorder=4)
 
     def text(self, x, y, text, key=None, fontsize=8, color="#333333", **kwargs):
-        faded = self._faded(key)
-        self.ax.text(x, y, text, fontsize=fontsize, color=FADED_TEXT if faded else color, zorder=4, **kwargs)
+        if self._lit(key):
+            color = COLORS["highlight"]
+        elif self._faded(key):
+            color = FADED_TEXT
+        self.ax.text(x, y, text, fontsize=fontsize, color=color, zorder=4, **kwargs)
 
     def legend(self, y=0.3, x=None, items=("LEARNED", "CONFIG", "STATE")):
         """The tag key along the bottom: solid chip, dashed chip, arrow."""
@@ -205,7 +208,7 @@ MAP_PARTS = {  # what each lesson adds to the model: the keys the course map hig
         "dec_block", "enc_self", "enc_ffn", "dec_self", "cross", "dec_ffn", "H_enc", "src", "tgt", "src_mask",
         "tgt_mask"},
     7: {"loss", "backward", "learned", "embedding"},
-    8: {"loss", "backward", "optimizer", "tgt", "learned", "embedding"},
+    8: {"loss", "backward", "optimizer", "tgt", "learned", "embedding", "dropout"},
     9: {"decode", "feedback"},
     10: {"loss", "backward", "optimizer", "decode", "feedback", "device"},
 }
@@ -300,6 +303,7 @@ def course_map(lesson=None):
                "every [LEARNED] array gets one", key="backward", fontsize=6.5, style="italic", va="top")
     c.chip(2.9, 10.9, "optimizer: Adam\nschedule, lr", "CONFIG", key="optimizer", fontsize=6.5)
     c.chip(2.9, 9.75, "NumPy, or PyTorch\non a GPU", "CONFIG", key="device", fontsize=6.5)
+    c.chip(14.4, 10.85, "dropout rate\n(training only)", "CONFIG", key="dropout", fontsize=6.5)
     c.legend(y=0.3)
     where = f" Lesson {lesson}'s part ({LESSON_TITLES[lesson]}) is drawn in red; the rest is faded." \
         if lesson is not None else ""
@@ -686,7 +690,7 @@ def training_step():
     c.box(5.6, top, 3.4, 1.0, "shift_right\ntgt_in = <bos>, targets[:, :-1]\n(teacher forcing)", "target", fontsize=7.5)
     c.box(9.6, top, 3.6, 1.0, "forward_with_cache\nlogits (B, m, V) and\nthe activations backward needs",
           "target", fontsize=7.5)
-    c.box(14.2, top, 4.4, 1.0, "softmax_cross_entropy\nloss: mean over real tokens\ndlogits = (p̂ − y) / count",
+    c.box(14.2, top, 4.4, 1.0, "softmax_cross_entropy\nloss: mean over the N real tokens\ndlogits = (p̂ − q) / N",
           "neutral", fontsize=7.5)
     c.arrow((3.4, top), (3.9, top))
     c.arrow((7.3, top), (7.8, top))
