@@ -1,27 +1,42 @@
 # %% [markdown]
-# # Lesson 10 — Capstone: the model in PyTorch, trained on a GPU
+# # Lesson 10 — Capstone: training, evaluating and decoding in PyTorch
 #
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 10 of 10*
 #
+# ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the training loop (the loss, the backward pass, the optimizer and its learning-rate schedule), decoding (the next token fed back in as the decoder's next input) and the device it runs on, outlined in red and the rest faded](../figures/course_map_10.svg)
+#
+# *The course map. In red: what this lesson writes in PyTorch around the model: the loss and the backward
+# pass of a training step, the optimizer and its learning-rate schedule, decoding with the next token fed
+# back in, and the device everything runs on (a GPU when there is one). The model itself is the one you
+# built in Lessons 1–6, translated to PyTorch for you. The [figure key](../FIGURE_KEY.md) explains the
+# shapes.*
+#
 # Nine lessons built an encoder–decoder transformer in NumPy, one piece at a time, and checked every
 # piece. NumPy is the right place to understand the model: every number is in plain sight. It is the
-# wrong place to train one: no GPU, no automatic gradients, one core doing the work. This lesson moves
-# the same model to PyTorch, piece by piece, and checks each piece against your NumPy reference to the
-# last digits of float64. Then it trains the full model on a real task, on a GPU when there is one,
-# reads what it learned from its cross-attention, and proves that three implementations (NumPy, torch
-# on the CPU, torch on the GPU) compute the same function.
+# wrong place to train one: no GPU, no automatic gradients, one core doing the work. The course's
+# PyTorch model is the same model, translated line for line, and this lesson starts by reading it.
+# Then you write, in PyTorch, what a real training run needs beyond the model: the learning-rate
+# schedule, the optimizer with weight decay on the right parameters, the training step with gradient
+# clipping, an exact-match evaluation, and batched greedy decoding with a KV cache. Each is checked
+# against the NumPy reference on the same weights. Then the full model trains on a real task, on a
+# GPU when there is one; you read what it learned from its cross-attention, and check that three
+# implementations (NumPy, torch on the CPU, torch on the GPU) compute the same function.
 #
 # **Learning goals.** By the end of this lesson you can
 #
-# 1. write multi-head attention and the pre-norm decoder block as PyTorch modules whose parameters
-#    have the NumPy model's names and shapes, and check them against the NumPy reference;
-# 2. move weights from NumPy to PyTorch without losing a bit, in place, keeping dtype and device;
-# 3. write one PyTorch training step, and show that autograd's gradients are Lesson 7's backward pass;
-# 4. train the full model on a task with real alignment structure (dates in many formats to ISO
-#    dates), and read the day, month and year alignment in its cross-attention;
-# 5. compare greedy decoding with beam search on hard inputs, and say what a wider search cannot fix;
-# 6. read a parity report: NumPy against torch in float64, the CPU against the GPU in float32;
-# 7. put the steps of one data-parallel (DDP) training step in order.
+# 1. read the course's PyTorch model as a translation of the NumPy one, and move weights between the
+#    two without losing a bit;
+# 2. write a learning-rate schedule with a linear warm-up and a cosine decay;
+# 3. build AdamW with decoupled weight decay, and choose which parameters it decays;
+# 4. write one PyTorch training step with teacher forcing, a loss over the real tokens and gradient
+#    clipping, and check it against the NumPy backward pass;
+# 5. measure a model by exact match, in evaluation mode, and say why exact match is stricter than token
+#    accuracy;
+# 6. write batched greedy decoding with a KV cache in PyTorch that returns exactly the tokens of
+#    decoding without one, and measure what the cache saves;
+# 7. train the full model on a task with real alignment structure, read its cross-attention, compare
+#    greedy decoding with beam search, and read a parity report;
+# 8. put the steps of one data-parallel (DDP) training step in order.
 #
 # **Recap of Lesson 9.** Decoding turns the model's next-token distributions into a sequence: greedy
 # decoding takes the argmax, sampling draws from a tempered and truncated distribution, and beam
@@ -30,10 +45,11 @@
 # tokens, about $L$ instead of $L^2/2$ decoder positions.
 #
 # **How exercises work.** As before: replace each stub (`raise NotImplementedError()`) with your code,
-# run the cell, then the test cell below it. The tests run your torch code in float64 on the CPU and
-# compare it with the course's NumPy reference on the same weights, and name the likely misconception
-# when it differs. Grading trains nothing: the training and the figures are demonstrations, skipped
-# when notebooks are graded.
+# run the cell, then the test cell below it. The tests run your code on tiny models, in float64 on the
+# CPU, and compare it with the course's NumPy reference on the same weights; when it differs, they
+# name the likely misconception. Grading trains nothing beyond two steps of a tiny model: the training
+# run and the figures are demonstrations, skipped when notebooks are graded. The demonstrations use
+# your functions once their tests pass, and the course's own until then.
 #
 # Tags: **[LEARNED]** changed by training, **[CONFIG]** chosen before training, **[STATE]** computed
 # while the model runs. Figures follow the course's [figure key](../FIGURE_KEY.md).
@@ -46,13 +62,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # tiny matrices run fastest 
 from encdec.env import check_environment
 
 check_environment()
+import inspect
 import math
 import time
 
 import numpy as np
 import matplotlib.pyplot as plt
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 import encdec as ref  # the course's NumPy reference implementation
@@ -76,173 +92,44 @@ print(f"torch {torch.__version__}; this lesson trains on {capstone.device_name(D
 # | `x @ W`, `x.reshape(...)`, `x.sum(axis=-1, keepdims=True)` | `x @ W`, `x.reshape(...)`, `x.sum(dim=-1, keepdim=True)` |
 # | `np.swapaxes(x, -2, -3)` | `x.transpose(-2, -3)` |
 # | `softmax(x, axis=-1)` (yours, Lesson 1) | `x.softmax(dim=-1)` or `torch.softmax(x, dim=-1)` |
+# | `np.concatenate([a, b], axis=-2)` | `torch.cat([a, b], dim=-2)` |
 # | float64 by default | float32 by default: `torch.float64` must be asked for |
 #
 # A model is an `nn.Module`. Its [LEARNED] arrays are `nn.Parameter`s, tensors that the module lists in
 # `named_parameters()` and an optimizer updates; its computation is the `forward` method, which runs
 # when the module is called, `module(x)`.
 #
-# The course's PyTorch model stores every parameter **exactly as the NumPy model does**: the same
-# names (`decoder.0.cross_attn.W_q`) and the same shapes, each matrix used as `x @ W`. That is not
-# PyTorch's habit: `nn.Linear(d_in, d_out)` stores its weight as `(d_out, d_in)` and computes
-# `x @ W.T + b`. Keeping the NumPy layout means weights move between the two implementations by name,
-# with no transposes to forget. The two cells below are given: the RMSNorm and the feed-forward network
-# of Lesson 2, for tensors.
+# You have written multi-head attention (Lessons 2 and 4) and the decoder block (Lesson 5) in NumPy; the
+# course's PyTorch model, `encdec.torch_model`, is the same code on tensors, and this lesson does not
+# ask you to write them again. Read it instead. It stores every parameter **exactly as the NumPy model
+# does**: the same names (`decoder.0.cross_attn.W_q`) and the same shapes, each matrix used as `x @ W`.
+# That is not PyTorch's habit: `nn.Linear(d_in, d_out)` stores its weight as `(d_out, d_in)` and
+# computes `x @ W.T + b`. Keeping the NumPy layout means weights move between the two implementations by
+# name, with no transposes to forget.
+#
+# | NumPy (`encdec`) | PyTorch (`encdec.torch_model`) |
+# |---|---|
+# | `MultiHeadAttention.__call__(query_input, key_value_input=None, mask=None)` | `MultiHeadAttention.forward(...)`: fused projections (`x @ torch.cat([W_q, W_k, W_v], dim=1)` in self-attention), and PyTorch's fused `F.scaled_dot_product_attention` unless the weights are asked for |
+# | splitting and merging heads, `(..., T, d_model)` ↔ `(..., h, T, d_k)` | `split_heads(x, n_heads)`, `merge_heads(x)` |
+# | `rms_norm(x, gamma)` | an `autograd.Function` with Lesson 7's closed-form backward |
+# | `FeedForward`: `W1, b1, W2, b2` | `FeedForward`, the same four parameters (`F.linear` adds the bias inside the matrix product) |
+# | `EncoderBlock`, `DecoderBlock`, `Seq2Seq` | the same names, the same sublayers in the same order |
+# | `model.encode(src)`, `model.decode(tgt_in, H_enc, src_mask)` | the same methods, on tensors |
+# | `model.embed(tokens, offset=0)` | `model.embed(tokens)`: positions `0 ... T-1` only |
+# | `greedy_decode(model, src, ...)` | `model.greedy_decode(src, bos_id, eos_id, max_len)`, without a cache |
+# | `model.parameters()`: a dict, name → array | `model.named_parameters()`: the same names and shapes |
+#
+# The decoder block, for instance, reads as Lesson 5 wrote it: three pre-norm sublayers, each added to
+# $x$ (`_dropout` applies the model's dropout rate, `config.dropout` [CONFIG], in training mode only).
 
-# %%
-def rms_norm(x, gamma, eps=1e-6):
-    """RMSNorm over the last axis, for tensors: x / sqrt(mean(x^2) + eps) * gamma (Lesson 2).
-
-    Inputs: x (..., d); gamma (d,) [LEARNED]. Returns: (..., d).
-    """
-    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gamma
-
-
-class TorchFeedForward(nn.Module):
-    """GELU(x W1 + b1) W2 + b2 with the NumPy FeedForward's parameters: W1 (d_model, d_ff), b1 (d_ff,),
-    W2 (d_ff, d_model), b2 (d_model,) [LEARNED]."""
-
-    def __init__(self, d_model, d_ff):
-        super().__init__()
-        self.W1 = nn.Parameter(torch.randn(d_model, d_ff) / math.sqrt(d_model))
-        self.b1 = nn.Parameter(torch.zeros(d_ff))
-        self.W2 = nn.Parameter(torch.randn(d_ff, d_model) / math.sqrt(d_ff))
-        self.b2 = nn.Parameter(torch.zeros(d_model))
-
-    def forward(self, x):
-        """(..., T, d_model) -> (..., T, d_model)."""
-        return F.gelu(x @ self.W1 + self.b1, approximate="tanh") @ self.W2 + self.b2
-
-
-ffn = TorchFeedForward(4, 6)
-print([(name, tuple(p.shape)) for name, p in ffn.named_parameters()])
+# %% [demo]
+print(inspect.getsource(torch_model.DecoderBlock.forward))
+twin = torch_model.Seq2Seq(ref.ModelConfig(vocab_size=13, d_model=8, n_heads=2, d_ff=12, n_encoder_layers=1,
+                                           n_decoder_layers=1))
+print([(name, tuple(p.shape)) for name, p in twin.named_parameters()][:7], "...")
 
 # %% [markdown]
-# ## 10.2 Multi-head attention in PyTorch
-#
-# The computation of Lessons 1, 2 and 4, now on tensors. For queries from `query_input (..., m, d_model)`
-# and keys and values from `key_value_input (..., n, d_model)` (or from `query_input` itself, for
-# self-attention):
-#
-# $$Q = x_q W_Q,\quad K = x_{kv} W_K,\quad V = x_{kv} W_V \quad\text{split into } h \text{ heads } (\dots, h, T, d_k),$$
-#
-# $$\text{weights} = \operatorname{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}} + \text{mask}\Big),\qquad
-# \text{output} = \operatorname{merge}(\text{weights}\; V)\, W_O .$$
-#
-# Splitting the heads is a reshape **and** a transpose: `(..., T, d_model)` to `(..., T, h, d_k)` to
-# `(..., h, T, d_k)`. On tensors, `K.transpose(-1, -2)` swaps the last two axes (`K.T` would reverse
-# them all). The mask is additive and broadcasts to `(..., h, m, n)`, as in NumPy.
-#
-# ### Exercise 10.1 — `TorchMultiHeadAttention.forward(query_input, key_value_input=None, mask=None)` (3 points)
-#
-# The constructor is given: the four matrices are `nn.Parameter`s of shape `(d_model, d_model)`, used as
-# `x @ W`. Return `(output, weights)`, the weights of shape `(..., h, m, n)`. You may write your own
-# small split and merge helpers inside `forward`; do not call the course's torch model.
-
-# %% [solution] multi_head_attention
-class TorchMultiHeadAttention(nn.Module):
-    """Multi-head attention with the NumPy layout: W_q, W_k, W_v, W_o (d_model, d_model) [LEARNED]."""
-
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
-        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
-        self.W_q = nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
-        self.W_k = nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
-        self.W_v = nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
-        self.W_o = nn.Parameter(torch.randn(d_model, d_model) / math.sqrt(d_model))
-
-    def forward(self, query_input, key_value_input=None, mask=None):
-        """Self-attention (key_value_input None) or cross-attention.
-
-        Inputs:  query_input (..., m, d_model); key_value_input (..., n, d_model) or None;
-                 mask additive, broadcastable to (..., h, m, n)
-        Returns: (output (..., m, d_model), weights (..., h, m, n)).
-        """
-        ### BEGIN SOLUTION
-        kv = query_input if key_value_input is None else key_value_input
-
-        def split(x):  # (..., T, d_model) -> (..., h, T, d_k)
-            return x.reshape(*x.shape[:-1], self.n_heads, self.d_k).transpose(-2, -3)
-
-        Q, K, V = split(query_input @ self.W_q), split(kv @ self.W_k), split(kv @ self.W_v)
-        scores = Q @ K.transpose(-1, -2) / math.sqrt(self.d_k)  # (..., h, m, n)
-        if mask is not None:
-            scores = scores + mask
-        weights = scores.softmax(dim=-1)
-        heads = (weights @ V).transpose(-2, -3)  # (..., m, h, d_k)
-        return heads.reshape(*heads.shape[:-2], self.d_model) @ self.W_o, weights
-        ### END SOLUTION
-
-
-# %% [test] test_multi_head_attention points=3
-# Tests for Exercise 10.1 (3 points). Run this cell after your answer.
-from encdec.checks.lesson10 import check_multi_head_attention
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_multi_head_attention(points=3, hidden=hidden)
-
-# %% [markdown]
-# ## 10.3 The decoder block in PyTorch
-#
-# Lesson 5's pre-norm decoder block: three sublayers, each reading a normalised copy of $x$ and adding
-# its result back to $x$.
-#
-# $$x \leftarrow x + \operatorname{SelfAttn}(\operatorname{RMSNorm}_1(x),\ \text{causal mask}),$$
-# $$x \leftarrow x + \operatorname{CrossAttn}(\operatorname{RMSNorm}_2(x),\ H_{\text{enc}},\ \text{source mask}),$$
-# $$x \leftarrow x + \operatorname{FFN}(\operatorname{RMSNorm}_3(x)).$$
-#
-# ### Exercise 10.2 — `TorchDecoderBlock.forward(x, encoder_output, self_attn_mask=None, cross_attn_mask=None)` (3 points)
-#
-# The constructor is given; use its sublayers (your `TorchMultiHeadAttention`, the given
-# `TorchFeedForward`) and the given `rms_norm` with `norm1_gamma`, `norm2_gamma`, `norm3_gamma`. Return
-# `(output, cross_weights)`: the block's output and the cross-attention weights `(..., h, m, n)`.
-# While this is checked, the reference attention replaces yours, so a mistake in Exercise 10.1 is not
-# charged twice.
-
-# %% [solution] decoder_block
-class TorchDecoderBlock(nn.Module):
-    """Pre-norm decoder block: self-attention -> cross-attention -> FFN, each with its residual."""
-
-    def __init__(self, d_model, n_heads, d_ff):
-        super().__init__()
-        self.self_attn = TorchMultiHeadAttention(d_model, n_heads)
-        self.cross_attn = TorchMultiHeadAttention(d_model, n_heads)
-        self.ffn = TorchFeedForward(d_model, d_ff)
-        self.norm1_gamma = nn.Parameter(torch.ones(d_model))
-        self.norm2_gamma = nn.Parameter(torch.ones(d_model))
-        self.norm3_gamma = nn.Parameter(torch.ones(d_model))
-
-    def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
-        """x (..., m, d_model) decoder states; encoder_output (..., n, d_model); additive masks,
-        self_attn_mask broadcastable to (..., h, m, m), cross_attn_mask to (..., h, m, n).
-
-        Returns: (output (..., m, d_model), cross_weights (..., h, m, n)).
-        """
-        ### BEGIN SOLUTION
-        x = x + self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask)[0]
-        out, cross_weights = self.cross_attn(rms_norm(x, self.norm2_gamma), encoder_output, mask=cross_attn_mask)
-        x = x + out
-        return x + self.ffn(rms_norm(x, self.norm3_gamma)), cross_weights
-        ### END SOLUTION
-
-
-# %% [test] test_decoder_block points=3
-# Tests for Exercise 10.2 (3 points).
-from encdec.checks.lesson10 import check_decoder_block
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_decoder_block(points=3, hidden=hidden)
-
-# %% [markdown]
-# ## 10.4 Moving the weights
+# ## 10.2 Moving the weights
 #
 # With the same names and shapes on both sides, moving a trained NumPy model to PyTorch is a loop over
 # names. Three details make it lossless and safe:
@@ -257,7 +144,7 @@ check_decoder_block(points=3, hidden=hidden)
 #   lost). And check first: the two sets of names must be equal and each pair of shapes too, or raise a
 #   `ValueError` that names the difference. A silent mismatch leaves random weights in a "trained" model.
 #
-# ### Exercise 10.3 — `load_numpy_parameters(module, params)` (2 points)
+# ### Exercise 10.1 — `load_numpy_parameters(module, params)` (2 points)
 
 # %% [solution] load_numpy_parameters
 def load_numpy_parameters(module, params):
@@ -284,7 +171,7 @@ def load_numpy_parameters(module, params):
 
 
 # %% [test] test_load_numpy_parameters points=2
-# Tests for Exercise 10.3 (2 points).
+# Tests for Exercise 10.1 (2 points). Run this cell after your answer.
 from encdec.checks.lesson10 import check_load_numpy_parameters
 
 hidden = False
@@ -294,15 +181,16 @@ hidden = True
 check_load_numpy_parameters(points=2, hidden=hidden)
 
 # %% [markdown]
-# The course's complete PyTorch model, `encdec.torch_model.Seq2Seq`, is built from the same pieces as
-# yours (its attention uses PyTorch's fused `scaled_dot_product_attention` when the weights are not
-# asked for). Here a NumPy model with random weights moves to it through your function, and both
-# compute the logits of the same batch: in float64 they agree to about $10^{-14}$, the rounding of a
-# different order of summation.
+# A NumPy model with random weights moves to the torch model through your function, and both compute the
+# logits of the same batch: in float64 they agree to about $10^{-14}$, the rounding of a different
+# order of summation.
 
 # %% [demo]
+from encdec.checks.lesson10 import yours_or_ours
+
+load = yours_or_ours("10.1", globals().get("load_numpy_parameters"))
 np_model = ref.Seq2Seq(vocab_size=dates.VOCAB_SIZE, d_model=32, n_heads=4, d_ff=64, rng=0)
-twin = load_numpy_parameters(torch_model.Seq2Seq(np_model.config).double(), np_model.parameters())
+twin = load(torch_model.Seq2Seq(np_model.config).double(), np_model.parameters())
 src, tgt = dates.encode_pairs(["2 Dec 2026", "december 2nd, 2026"], ["2026-12-02", "2026-12-02"])
 tgt_in = ref.shift_right(tgt, dates.BOS)
 with torch.no_grad():
@@ -310,41 +198,275 @@ with torch.no_grad():
 print(f"logits {torch_logits.shape}; max |NumPy - torch| = {np.max(np.abs(np_model(src, tgt_in) - torch_logits)):.1e}")
 
 # %% [markdown]
-# ## 10.5 One training step in PyTorch
+# ## 10.3 The learning rate: warm up, then a cosine decay
 #
-# Lesson 8's training step, with autograd in place of Lesson 7's backward pass:
+# Lesson 8 warmed the learning rate up and then let it decay like $1/\sqrt{\text{step}}$, for ever. When
+# the length of the run is known in advance, as it is here, a **cosine** decay is the usual choice: after
+# a linear warm-up to the peak, the rate follows half a cosine wave down to a floor `min_lr`, reached
+# exactly at the last step. It falls slowly at first, while the model still learns fast, fastest half
+# way, and slowly again at the end, where small steps let the weights settle. With $w$ warm-up steps, $T$
+# steps in all, and steps counted from 1:
 #
-# 1. the decoder input is the targets shifted right, `<bos>` first (teacher forcing);
-# 2. one forward pass over all positions gives the logits `(B, m, V)`;
-# 3. the loss is the cross-entropy averaged over the **real** target tokens: pads do not count
-#    (`F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=pad_id)`);
-# 4. `optimizer.zero_grad()`, because torch **adds** each backward pass's gradients to `.grad`;
-# 5. `loss.backward()` fills every parameter's `.grad`; `optimizer.step()` updates the parameters.
+# $$\text{lr}(s) = \text{peak} \cdot \frac{s}{w} \quad (s \le w), \qquad
+# \text{lr}(s) = \text{min\_lr} + (\text{peak} - \text{min\_lr}) \cdot \frac{1 + \cos(\pi p)}{2},\quad
+# p = \min\!\Big(\frac{s - w}{T - w},\ 1\Big) \quad (s > w).$$
 #
-# ### Exercise 10.4 — `torch_train_step(model, optimizer, src, tgt, bos_id)` (3 points)
+# The warm-up reaches the peak exactly at step $w$; the decay starts there ($p = 0$, $\cos 0 = 1$) and
+# ends at `min_lr` at step $T$ ($p = 1$, $\cos \pi = -1$); a step after $T$ keeps `min_lr`. The
+# capstone uses a peak of $2 \cdot 10^{-3}$, 100 warm-up steps, 800 steps and
+# $\text{min\_lr} = 4 \cdot 10^{-5}$ [CONFIG].
 #
-# `src (B, n)` and `tgt (B, m)` are integer tensors; the targets end with `<eos>` and then pads
-# (`model.config.pad_id`). Return the loss as a Python float (`loss.item()`). The test makes two steps
-# with plain SGD on the torch twin of a NumPy model and compares the losses and the updated weights
-# with NumPy's, whose gradients come from your Lesson 7 backward pass.
+# ### Exercise 10.2 — `lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0)` (2 points)
 
-# %% [solution] torch_train_step
-def torch_train_step(model, optimizer, src, tgt, bos_id):
-    """One teacher-forced training step.
+# %% [solution] lr_at
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
+    """The learning rate of one step: linear warm-up, then a cosine decay to min_lr.
 
-    Inputs:  model      a torch Seq2Seq: model(src, tgt_in) -> logits (B, m, V); model.config.pad_id
-             optimizer  a torch optimizer over model.parameters()
-             src (B, n), tgt (B, m)  integer tensors, right-padded; bos_id the id of <bos>
-    Returns: the loss before the update, a float: the mean cross-entropy over non-pad target tokens.
+    Inputs:  step (int, counting from 1); peak_lr, warmup_steps, total_steps, min_lr [CONFIG]
+    Returns: the rate for this step, a float: peak_lr * step / warmup_steps up to warmup_steps, then
+             min_lr + (peak_lr - min_lr) * (1 + cos(pi * p)) / 2 with
+             p = min((step - warmup_steps) / (total_steps - warmup_steps), 1).
     """
     ### BEGIN SOLUTION
+    if step <= warmup_steps:
+        return peak_lr * step / warmup_steps
+    progress = min((step - warmup_steps) / (total_steps - warmup_steps), 1.0)
+    return min_lr + (peak_lr - min_lr) * (1.0 + math.cos(math.pi * progress)) / 2
+    ### END SOLUTION
+
+
+# %% [test] test_lr_at points=2
+# Tests for Exercise 10.2 (2 points).
+from encdec.checks.lesson10 import check_lr_at
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_lr_at(points=2, hidden=hidden)
+
+# %% [markdown]
+# The capstone's schedule, and Lesson 8's 2017 schedule scaled to the same peak for comparison (dashed):
+# the cosine reaches its floor at step 800; the $1/\sqrt{\text{step}}$ decay would still be at about a
+# third of its peak.
+
+# %% [demo]
+schedule = yours_or_ours("10.2", globals().get("lr_at"))
+config = capstone.DEFAULT
+steps = np.arange(1, config.steps + 1)
+cosine = [schedule(s, config.lr, config.warmup, config.steps, config.lr * config.min_lr_ratio) for s in steps]
+inverse_sqrt = [ref.warmup_schedule(s, config.d_model, config.warmup) for s in steps]
+scale = config.lr / max(inverse_sqrt)
+plotting.curves({"warm-up + cosine (the capstone)": (steps, cosine),
+                 "reference: warm-up + 1/sqrt(step) (Lesson 8), same peak": (steps, np.array(inverse_sqrt) * scale)},
+                xlabel="step", ylabel="learning rate", title="the capstone's learning-rate schedule")
+plt.show()
+print(f"step 800: cosine {cosine[-1]:.1e}, 1/sqrt(step) {inverse_sqrt[-1] * scale:.1e} (peak {config.lr:.0e})")
+
+# %% [markdown]
+# ## 10.4 The optimizer: AdamW, and what to decay
+#
+# **Weight decay** pulls every weight a little towards 0 at each step, so that a weight stays large only
+# while the loss keeps asking for it. Added to the loss as an L2 penalty
+# $\frac{\lambda}{2}\lVert\theta\rVert^2$, it becomes a term $\lambda\theta$ in the gradient; in Adam
+# that term is then divided by $\sqrt{\hat v}$ like the rest of the gradient, so the pull depends on
+# each weight's gradient history. **AdamW** (Loshchilov and Hutter, 2019) *decouples* it: the weights
+# shrink directly, and Adam's step of Lesson 8 uses the gradient alone:
+#
+# $$\theta \leftarrow \theta - \text{lr}\cdot\lambda\,\theta, \qquad
+# \theta \leftarrow \theta - \text{lr}\cdot\frac{\hat m}{\sqrt{\hat v} + \varepsilon}.$$
+#
+# `torch.optim.AdamW` does exactly this (and `encdec.optim.AdamW` does it in NumPy; the two agree to
+# $10^{-10}$ in float64, and the tests use the NumPy one as the reference).
+#
+# Not every parameter should be decayed. Decay is meant for the weight **matrices** (the projections,
+# the FFN matrices, and the embedding, which is also the output head). An RMSNorm gain's neutral value is
+# 1, not 0: pulling it towards 0 shrinks the sublayer's input for no reason. Biases are a few numbers
+# each and are left alone too. The capstone (`encdec.capstone.build_optimizer`) decays exactly the
+# parameters with two or more dimensions. An optimizer takes such choices as **parameter groups**: a
+# list of dicts, each with its own `"params"` and its own settings,
+#
+# ```python
+# torch.optim.AdamW([{"params": decayed, "weight_decay": weight_decay},
+#                    {"params": the_rest, "weight_decay": 0.0}], lr=lr, betas=betas)
+# ```
+#
+# and keeps them in `optimizer.param_groups`, where the training step will set each group's `"lr"`.
+
+# %% [markdown]
+# **Self-check 10.1 — predict, then run.** A matrix and an RMSNorm gain, both full of 3.0, take one
+# AdamW step (lr 0.1, weight decay 0.5 on the matrix only) with a gradient of exactly zero. What does each
+# become? And with `torch.optim.Adam(weight_decay=0.5)`, the L2 version?
+#
+# <details><summary>Answer</summary>
+#
+# With AdamW the matrix becomes $3 \cdot (1 - 0.1 \cdot 0.5) = 2.85$ and the gain stays 3.0: Adam's own
+# step is $\hat m / (\sqrt{\hat v} + \varepsilon) = 0 / (0 + \varepsilon) = 0$, so only the decay acts, and
+# only where it is asked for. With Adam's L2 term the gradient becomes $\lambda\theta = 1.5$, which Adam
+# normalises like any gradient: at this first step the matrix moves by a full lr, to 2.9, whatever the
+# value of $\lambda > 0$.
+#
+# </details>
+
+# %% [demo]
+def one_step(optimizer_class, **kwargs):
+    W, gamma = torch.full((2, 2), 3.0, requires_grad=True), torch.full((2,), 3.0, requires_grad=True)
+    optimizer = optimizer_class([{"params": [W], "weight_decay": 0.5}, {"params": [gamma], "weight_decay": 0.0}],
+                                lr=0.1, **kwargs)
+    W.grad, gamma.grad = torch.zeros_like(W), torch.zeros_like(gamma)
+    optimizer.step()
+    return W[0, 0].item(), gamma[0].item()
+
+
+print("AdamW:          matrix %.4f, gain %.4f" % one_step(torch.optim.AdamW))
+print("Adam with L2:   matrix %.4f, gain %.4f" % one_step(torch.optim.Adam))
+
+# %% [markdown]
+# ### Exercise 10.3 — `make_optimizer(model, lr, weight_decay, betas)` (2 points)
+#
+# Return a `torch.optim.AdamW` over **every** parameter of the model, in two groups: the parameters with
+# `p.ndim >= 2` with `weight_decay`, the others with 0. Pass on `lr` and `betas`; keep AdamW's default
+# `eps` ($10^{-8}$).
+
+# %% [solution] make_optimizer
+def make_optimizer(model, lr, weight_decay, betas):
+    """AdamW with weight decay on the matrices only.
+
+    Inputs:  model   an nn.Module (the course's torch Seq2Seq)
+             lr, weight_decay, betas (beta1, beta2)  [CONFIG]
+    Returns: a torch.optim.AdamW with two parameter groups: every parameter with p.ndim >= 2 (weight
+             matrices, the embedding) with weight_decay; every other one (gains, biases) with 0.
+    """
+    ### BEGIN SOLUTION
+    params = list(model.parameters())
+    groups = [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+              {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=betas)
+    ### END SOLUTION
+
+
+# %% [test] test_make_optimizer points=2
+# Tests for Exercise 10.3 (2 points).
+from encdec.checks.lesson10 import check_make_optimizer
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_make_optimizer(points=2, hidden=hidden)
+
+# %% [markdown]
+# ## 10.5 One training step in PyTorch
+#
+# Lesson 8's training step, with autograd in place of Lesson 7's backward pass, and two additions a real
+# run needs: this step's learning rate, and gradient clipping.
+#
+# 1. **The rate.** An optimizer reads its rate from each parameter group: set `group["lr"] = lr` in
+#    **every** group of `optimizer.param_groups` (here two, from Exercise 10.3).
+# 2. **Teacher forcing.** The decoder input is the targets shifted right, `<bos>` first (Lessons 6, 8); one
+#    forward pass over all positions gives the logits `(B, m, V)`.
+# 3. **The loss** is the cross-entropy averaged over the **real** target tokens: pads do not count
+#    (`F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=pad_id)`).
+# 4. **`optimizer.zero_grad()`, then `loss.backward()`**: torch *adds* each backward pass's gradients to
+#    what `.grad` holds, so the old ones must go first.
+# 5. **Clipping.** A rare batch can produce a gradient far larger than usual, and one huge step can undo
+#    hours of training. Clipping by the **global norm** rescales all gradients together when their joint
+#    length exceeds `max_norm`:
+#
+#    $$\lVert g \rVert = \sqrt{\textstyle\sum_{\text{all parameters}} \sum g^2}, \qquad
+#    g \leftarrow g \cdot \min\!\Big(1, \frac{\text{max\_norm}}{\lVert g \rVert}\Big).$$
+#
+#    `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)` does it in place, between `backward`
+#    and `step`, and returns $\lVert g \rVert$ *before* clipping: the number worth logging, since a spike
+#    in it is often the first sign of trouble.
+# 6. **`optimizer.step()`** updates the parameters.
+
+# %% [markdown]
+# **Self-check 10.2 — predict, then run.** Below, the same batch goes through `loss.backward()` twice
+# without `zero_grad()` in between. How does the `.grad` of a parameter compare with its `.grad` after one
+# backward pass?
+#
+# <details><summary>Answer</summary>
+#
+# It is exactly twice as large: each backward pass *adds* its gradient to `.grad`. In a training loop
+# without `zero_grad()`, step $k$ would use the sum of the gradients of all $k$ batches so far.
+#
+# </details>
+
+# %% [demo]
+small = torch_model.Seq2Seq(ref.ModelConfig(vocab_size=dates.VOCAB_SIZE, d_model=16, n_heads=2, d_ff=32,
+                                            n_encoder_layers=1, n_decoder_layers=1), seed=0).double()
+pairs = dates.encode_pairs(["2 Dec 2026", "december 2nd, 2026"], ["2026-12-02", "2026-12-02"])
+src_t, tgt_t = (torch.from_numpy(a) for a in pairs)
+tgt_in_t = torch.from_numpy(ref.shift_right(pairs[1], dates.BOS))
+
+
+def batch_loss(model):
+    logits = model(src_t, tgt_in_t)
+    return F.cross_entropy(logits.flatten(0, 1), tgt_t.flatten(), ignore_index=dates.PAD)
+
+
+W = small.decoder[0].self_attn.W_q
+batch_loss(small).backward()
+once = W.grad.clone()
+batch_loss(small).backward()  # no zero_grad() in between
+print(f"after two backward passes, .grad / (.grad after one) = {(W.grad / once).unique().tolist()}")
+small.zero_grad()
+
+# %% [markdown]
+# **Self-check 10.3 — predict, then run.** The gradient of that batch has a global norm of about 3.
+# After `clip_grad_norm_(small.parameters(), max_norm=1.0)`, what is its global norm, and what is the
+# cosine between the gradient before and after clipping (all parameters flattened into one vector)?
+#
+# <details><summary>Answer</summary>
+#
+# The norm is 1 (to within torch's guard against dividing by zero: it divides by the norm plus
+# $10^{-6}$) and the cosine is 1: clipping multiplies every gradient by the same positive number, so the
+# direction of the step is unchanged and only its length is capped. This is why clipping by the global
+# norm is preferred to clipping each entry at a threshold, which would change the direction.
+#
+# </details>
+
+# %% [demo]
+batch_loss(small).backward()
+before = torch.cat([p.grad.flatten() for p in small.parameters()])
+returned = torch.nn.utils.clip_grad_norm_(small.parameters(), max_norm=1.0)
+after = torch.cat([p.grad.flatten() for p in small.parameters()])
+print(f"norm before {before.norm():.4f} (clip_grad_norm_ returned {returned:.4f}), after {after.norm():.7f}; "
+      f"cosine {F.cosine_similarity(before, after, dim=0):.12f}")
+small.zero_grad()
+
+# %% [markdown]
+# ### Exercise 10.4 — `torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm)` (3 points)
+#
+# `src (B, n)` and `tgt (B, m)` are integer tensors; the targets end with `<eos>` and then pads
+# (`model.config.pad_id`). Return `(loss, grad_norm)` as two Python floats (`.item()`): the loss before the
+# update and the global gradient norm before clipping. The test makes two steps on the torch twin of a
+# NumPy model, once with plain SGD and once with AdamW, and compares the losses, the norms and every
+# weight's change with NumPy's, whose gradients come from Lesson 7's backward pass.
+
+# %% [solution] torch_train_step
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):
+    """One teacher-forced training step with gradient clipping.
+
+    Inputs:  model      a torch Seq2Seq: model(src, tgt_in) -> logits (B, m, V); model.config.pad_id
+             optimizer  a torch optimizer over model.parameters(), in one or more parameter groups
+             src (B, n), tgt (B, m)  integer tensors, right-padded; bos_id the id of <bos>
+             lr         this step's learning rate, for every group; max_norm the clipping threshold
+    Returns: (loss, grad_norm), floats: the mean cross-entropy over the non-pad target tokens before the
+             update, and the global norm of all gradients before clipping.
+    """
+    ### BEGIN SOLUTION
+    for group in optimizer.param_groups:
+        group["lr"] = lr
     tgt_in = torch.cat([torch.full_like(tgt[:, :1], bos_id), tgt[:, :-1]], dim=1)  # (B, m)
     logits = model(src, tgt_in)  # (B, m, V)
     loss = F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=model.config.pad_id)
     optimizer.zero_grad()
     loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
     optimizer.step()
-    return loss.item()
+    return loss.item(), grad_norm.item()
     ### END SOLUTION
 
 
@@ -357,6 +479,28 @@ hidden = False
 hidden = True
 ### END HIDDEN TESTS
 check_torch_train_step(points=3, hidden=hidden)
+
+# %% [markdown]
+# Your three functions are a training loop. `encdec.capstone.train` is the same loop (plus checkpoints,
+# evaluation and data parallelism): for every step it sets the scheduled rate in every group of an AdamW
+# made as in Exercise 10.3, zeroes the gradients, backpropagates, clips to a norm of 1 and steps. Below,
+# your loop trains the capstone's model, from its initial weights, on the capstone's first 10 batches;
+# section 10.7 runs the capstone's own loop from the same start and compares the losses.
+
+# %% [demo]
+step_fn = yours_or_ours("10.4", globals().get("torch_train_step"))
+schedule = yours_or_ours("10.2", globals().get("lr_at"))
+optimizer_fn = yours_or_ours("10.3", globals().get("make_optimizer"))
+config = capstone.DEFAULT
+mine = capstone.build_model(config)  # the capstone's initial weights (seeded)
+optimizer = optimizer_fn(mine, config.lr, config.weight_decay, config.betas)
+batches = dates.TrainingBatches(config.seed)  # the capstone's batches: step k's batch is rebuilt from k
+my_losses = {}
+for step in range(1, 11):
+    b_src, b_tgt = (torch.from_numpy(a) for a in batches.batch(step, config.batch_size))
+    lr = schedule(step, config.lr, config.warmup, config.steps, config.lr * config.min_lr_ratio)
+    my_losses[step] = step_fn(mine, optimizer, b_src, b_tgt, dates.BOS, lr, config.grad_clip)[0]
+print(f"your loop: loss {my_losses[1]:.4f} at step 1, {my_losses[10]:.4f} at step 10")
 
 # %% [markdown]
 # ## 10.6 The task: dates, in many formats, to ISO
@@ -392,7 +536,9 @@ print({name: len(split) for name, split in splits.items()}, "dates;", len(dates.
 # it trains the first 200 steps (under a minute) and then loads the weights of a complete run made by
 # `make capstone` and shipped with the course (`encdec/data/capstone_dates.npz`, under 1 MB), so the
 # figures below always show a fully trained model. Both keep the model after 200 steps too: a
-# half-trained model, for the decoding comparison.
+# half-trained model, for the comparisons. The cell also prints the losses of the first steps next to
+# those of your loop in section 10.5: the same start and the same batches give the same losses, to
+# float32 rounding (on a GPU the kernels differ, so the last digits may too).
 
 # %% [demo]
 import tempfile
@@ -404,6 +550,10 @@ half, state = capstone.train(config, out, DEVICE, stop_at=200, progress=False)
 print(f"200 steps in {time.perf_counter() - start:.0f} s on {capstone.device_name(DEVICE)}: "
       f"loss {state['history']['loss'][0]:.2f} -> {state['history']['loss'][-1]:.3f}")
 half = half.cpu().eval()
+logged = dict(zip(state["history"]["step"], state["history"]["loss"]))
+if "my_losses" in globals():  # the loop of section 10.5, from the same start on the same batches
+    print(f"losses at steps 1 and 10: this run {logged[1]:.4f}, {logged[10]:.4f}; "
+          f"your loop in 10.5 {my_losses[1]:.4f}, {my_losses[10]:.4f}")
 if DEVICE == "cuda":  # continue the same run from its checkpoint to the end
     model, state = capstone.train(config, out, DEVICE, resume=True, progress=False)
     model = model.cpu().eval()
@@ -419,13 +569,297 @@ fig, ax = plotting.figure(width=5.5)
 plotting.curves({"training loss": (history["step"], history["loss"])}, ax=ax, logy=True,
                 title=f"training loss, {'all' if DEVICE == 'cuda' else 'the first 200'} steps on {DEVICE}")
 plt.show()
-for name, m in (("after 200 steps", half), ("fully trained", model)):
-    accuracy, by_format, _ = capstone.exact_match(m, test_set, "cpu")
-    worst = min(by_format, key=by_format.get)
-    print(f"{name:>16}: test exact match {accuracy:.2%} (hardest format: {worst}, {by_format[worst]:.1%})")
 
 # %% [markdown]
-# ## 10.8 What the model reads: cross-attention
+# ## 10.8 Exact match
+#
+# A date is one answer. The model's prediction counts only if **every** token of the target, up to and
+# including `<eos>`, is right: `2026-12-02<eos>`, not `2026-12-0<eos>` (a prefix), not `2026-12-022<eos>`
+# (one token too many), not `2026-12-02` followed by more digits and no `<eos>` within `max_len`. What
+# follows the target's `<eos>` (its pads) is not compared. **Exact match** is the fraction of sequences
+# that count.
+#
+# Evaluation also has a protocol of its own. `model.eval()` switches every module of the model to
+# evaluation mode: the course's models apply dropout (at the rate `config.dropout` [CONFIG]) in training
+# mode only. `torch.no_grad()` stops autograd from recording a graph that nothing will use. And
+# evaluation happens in the middle of training, so it must hand the model back in the mode it found it:
+# remember `model.training` first, restore it with `model.train(was_training)` at the end.
+
+# %% [markdown]
+# ### Exercise 10.5 — `exact_match(model, src, tgt, bos_id, eos_id, max_len)` (2 points)
+#
+# Decode with the model's own greedy decoding, `model.greedy_decode(src, bos_id, eos_id, max_len)`: it
+# returns `(B, L)` ids without `<bos>`, each row ending at its first `<eos>` and padded with
+# `model.config.pad_id` after it. `L` may be shorter or longer than the targets' width `m`. The test gives
+# you models whose decoder follows a script, so that every kind of near miss above occurs; it also
+# watches the model's mode and autograd while your function runs it, and the mode it is left in.
+
+# %% [solution] exact_match
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):
+    """The fraction of sequences whose greedy output is exactly the target.
+
+    Inputs:  model  a torch Seq2Seq with model.greedy_decode(src, bos_id, eos_id, max_len) -> (B, L) ids
+             src (B, n), tgt (B, m)  integer tensors; each target row ends in <eos>, then pads
+             bos_id, eos_id; max_len the most tokens to generate
+    Returns: a float in [0, 1]: the fraction of rows whose prediction matches every target token up to
+             and including <eos>. The model runs in eval mode under torch.no_grad(); its mode
+             (model.training) is the same afterwards as before.
+    """
+    ### BEGIN SOLUTION
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        pred = model.greedy_decode(src, bos_id, eos_id, max_len)  # (B, L)
+    model.train(was_training)
+    pad = model.config.pad_id
+    width = max(pred.shape[1], tgt.shape[1])
+    pred = F.pad(pred, (0, width - pred.shape[1]), value=pad)  # (B, width): pads after <eos> either way
+    tgt = F.pad(tgt, (0, width - tgt.shape[1]), value=pad)
+    return (pred == tgt).all(dim=1).double().mean().item()
+    ### END SOLUTION
+
+
+# %% [test] test_exact_match points=2
+# Tests for Exercise 10.5 (2 points).
+from encdec.checks.lesson10 import check_exact_match
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_exact_match(points=2, hidden=hidden)
+
+# %% [markdown]
+# **Self-check 10.4 — predict, then run.** After 200 steps the model predicts about 95% of the tokens of
+# the first 500 test dates right when it reads the true prefix (teacher forcing). Is its exact match on
+# the same dates about the same, a little lower, or much lower?
+#
+# <details><summary>Answer</summary>
+#
+# Much lower: between 55% and 60% (a run on a GPU gives slightly different figures). Each date has 11
+# tokens to get right, and one wrong token spoils the whole date; if the errors were spread independently,
+# $0.95^{11} \approx 0.57$ of the dates would come out right. Generation can also add errors of its own:
+# after a first slip the model reads its own output, not the true prefix (Lesson 8's exposure bias).
+# Token accuracy flatters a sequence model; exact match is what a user of a date parser sees.
+#
+# </details>
+
+# %% [demo]
+evaluate = yours_or_ours("10.5", globals().get("exact_match"))
+test_src, test_tgt = (torch.from_numpy(a) for a in dates.encode_pairs([s for s, _, _ in test_set[:500]],
+                                                                       [t for _, t, _ in test_set[:500]]))
+test_tgt_in = torch.from_numpy(ref.shift_right(test_tgt.numpy(), dates.BOS))
+for name, m in (("after 200 steps", half), ("fully trained", model)):
+    with torch.no_grad():
+        right = (m(test_src, test_tgt_in).argmax(dim=-1) == test_tgt) & (test_tgt != dates.PAD)
+    tokens = right.sum().item() / (test_tgt != dates.PAD).sum().item()
+    exact = evaluate(m, test_src, test_tgt, dates.BOS, dates.EOS, dates.TARGET_LEN)
+    print(f"{name:>16}: token accuracy (teacher-forced) {tokens:.2%}, exact match (greedy) {exact:.2%}")
+
+# %% [markdown]
+# ## 10.9 Greedy decoding with a KV cache, in PyTorch
+#
+# `model.greedy_decode` runs the decoder over the whole prefix at every step, as Lesson 9's first greedy
+# decoder did. Lesson 9's cache works on the torch model too, and on a batch: encode once, compute every
+# decoder block's cross-attention keys and values once, and feed only the newest token at each step,
+# appending its keys and values to each block's self-attention cache.
+#
+# The torch model has no `project_kv` and `attend` methods, so the pieces are given here, for tensors:
+# the heads split and merged as in the torch model, RMSNorm, attention of all heads at once, and the
+# embedding of one new token at its position (the model's own `model.embed(tokens)` puts the first token
+# of `tokens` at position 0, which is right only at the first step).
+
+# %%
+from encdec.torch_model import merge_heads, split_heads  # (..., T, d_model) <-> (..., h, T, d_k)
+
+
+def rms_norm(x, gamma, eps=1e-6):
+    """RMSNorm over the last axis, for tensors (Lesson 2). Inputs: x (..., d); gamma (d,). Returns (..., d)."""
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gamma
+
+
+def attend(Q, K, V, mask=None):
+    """softmax(Q K^T / sqrt(d_k) + mask) V for every head (Lesson 1).
+
+    Inputs:  Q (..., h, m, d_k); K, V (..., h, n, d_k); mask additive, broadcastable to (..., h, m, n)
+    Returns: (..., h, m, d_k)
+    """
+    scores = Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores + mask
+    return scores.softmax(dim=-1) @ V
+
+
+def embed_at(model, tokens, position):
+    """One token per sequence embedded at one position, as model.embed embeds that position.
+
+    Inputs:  tokens (B,) ids; position t (int). Returns: (B, 1, d_model).
+    """
+    d = model.config.d_model
+    x = F.embedding(tokens[:, None], model.embedding) * math.sqrt(d)  # (B, 1, d)
+    pe = torch.from_numpy(ref.sinusoidal_positions(position + 1, d)[position])
+    return x + pe.to(device=x.device, dtype=x.dtype)
+
+
+# %% [markdown]
+# One step, for the newest tokens `token (B,)` at position $t$, through every decoder block `b` of
+# `model.decoder` (the parameters are those of Lesson 5's block, under the names of the table in 10.1):
+#
+# 1. `x = embed_at(model, token, t)`, shape `(B, 1, d_model)`;
+# 2. self-attention: `a = rms_norm(x, b.norm1_gamma, eps)`; the new row of keys and values,
+#    `split_heads(a @ b.self_attn.W_k, h)` and the same with `W_v`, each `(B, h, 1, d_k)`, appended to the
+#    block's cache with `torch.cat(..., dim=-2)`; the query `split_heads(a @ b.self_attn.W_q, h)` attends
+#    over the whole cache (no mask: it holds only the past and the token itself);
+#    `x = x + merge_heads(...) @ b.self_attn.W_o`;
+# 3. cross-attention: `a = rms_norm(x, b.norm2_gamma, eps)`; its query attends over the block's keys and values
+#    of the encoder output, computed once before the first step, with the source mask;
+#    `x = x + merge_heads(...) @ b.cross_attn.W_o`;
+# 4. `x = x + b.ffn(rms_norm(x, b.norm3_gamma, eps))`;
+#
+# and after the last block, the logits of the new position,
+# `rms_norm(x, model.decoder_norm_gamma, eps) @ model.embedding.T`, shape `(B, 1, V)`; every RMSNorm uses
+# the model's constant, `eps = model.config.eps` [CONFIG]. The
+# rules of Lesson 9's greedy decoding hold: `<bos>` and `<pad>` are banned, a row ends at its first `<eos>`
+# (kept) and gets `pad_id` from then on, and the loop stops when every row has ended, or after `max_len`
+# steps.
+
+# %% [markdown]
+# **Self-check 10.5 — explain why.** The cache keeps every past position's keys and values, but never its
+# query. Why is a query never needed again?
+#
+# <details><summary>Answer</summary>
+#
+# A query is used by its own position only, to read the keys and values of the positions it may see. At
+# step $t$ the new token's query attends over the keys and values of positions $0 \dots t$; at every later
+# step it is the *later* token's query that attends, over the same stored keys and values plus its own.
+# Because of the causal mask no position's output ever changes once it has been computed, so an old query
+# would only recompute an output that is already known. Keys and values are read by every later query,
+# which is why they, and only they, are worth keeping.
+#
+# </details>
+
+# %% [markdown]
+# ### Exercise 10.6 — `greedy_decode_cached(model, src, bos_id, eos_id, max_len)` (4 points)
+#
+# Batched greedy decoding with a KV cache on the course's torch model, under `torch.no_grad()`. It must
+# return exactly the tokens that decoding without a cache returns. The test compares your tokens with the
+# NumPy reference's on the same weights (float64 and float32), and counts, while your function runs, the
+# positions that go through the encoder and through each decoder block's attention: the encoder once, the
+# encoder output's keys once per block, and **one new position per sequence per step** in self-attention.
+
+# %% [solution] greedy_decode_cached
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):
+    """Greedy decoding with a KV cache: only the newest token goes through the decoder at each step.
+
+    Inputs:  model  a torch Seq2Seq (encdec.torch_model), in eval mode
+             src    (B, n) source ids, right-padded (an integer tensor)
+             bos_id, eos_id; max_len the most tokens to generate
+    Returns: (B, L) generated ids (an integer tensor), without <bos>; each row ends at its first <eos>
+             (kept) and holds model.config.pad_id after it; L <= max_len is the longest row. The same
+             tokens as model.greedy_decode(src, bos_id, eos_id, max_len).
+    """
+    ### BEGIN SOLUTION
+    pad, h, eps, B = model.config.pad_id, model.config.n_heads, model.config.eps, src.shape[0]
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)  # once: (B, n, d_model), (B, 1, 1, n)
+        cross = [(split_heads(H_enc @ b.cross_attn.W_k, h), split_heads(H_enc @ b.cross_attn.W_v, h))
+                 for b in model.decoder]  # once per block: (B, h, n, d_k) each
+        cache = [None] * len(model.decoder)  # per block: (K, V), each (B, h, t, d_k)
+        token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for t in range(max_len):
+            x = embed_at(model, token, t)  # (B, 1, d_model): only the newest token
+            for i, b in enumerate(model.decoder):
+                a = rms_norm(x, b.norm1_gamma, eps)
+                K, V = split_heads(a @ b.self_attn.W_k, h), split_heads(a @ b.self_attn.W_v, h)  # (B, h, 1, d_k)
+                if cache[i] is not None:
+                    K, V = torch.cat([cache[i][0], K], dim=-2), torch.cat([cache[i][1], V], dim=-2)
+                cache[i] = (K, V)  # (B, h, t + 1, d_k)
+                x = x + merge_heads(attend(split_heads(a @ b.self_attn.W_q, h), K, V)) @ b.self_attn.W_o
+                a = rms_norm(x, b.norm2_gamma, eps)
+                x = x + merge_heads(attend(split_heads(a @ b.cross_attn.W_q, h), *cross[i], src_mask)) @ b.cross_attn.W_o
+                x = x + b.ffn(rms_norm(x, b.norm3_gamma, eps))
+            logits = (rms_norm(x, model.decoder_norm_gamma, eps) @ model.embedding.T)[:, 0]  # (B, V)
+            logits[:, [pad, bos_id]] = float("-inf")
+            token = torch.where(done, pad, logits.argmax(dim=-1))  # (B,)
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+        return torch.stack(out, dim=1)
+    ### END SOLUTION
+
+
+# %% [test] test_greedy_decode_cached points=4
+# Tests for Exercise 10.6 (4 points).
+from encdec.checks.lesson10 import check_greedy_decode_cached
+
+hidden = False
+### BEGIN HIDDEN TESTS
+hidden = True
+### END HIDDEN TESTS
+check_greedy_decode_cached(points=4, hidden=hidden)
+
+# %% [markdown]
+# **Self-check 10.6 — predict, then run.** In float64, are the logits that the cache computes for each
+# position *exactly* equal to the ones the full decoder computes for the same prefix? And can cached and
+# uncached greedy decoding ever return different tokens?
+#
+# <details><summary>Answer</summary>
+#
+# Not exactly: they agree to about $10^{-14}$, and only some of them bit for bit. The cache computes the
+# same sums, but with matrices of other shapes (one row instead of $t$), and the library may add their
+# terms in another order; floating-point addition is not associative, so the last bits can differ. The
+# tokens can differ only where the two best allowed tokens' logits are closer than that, a near tie that a
+# trained model practically never produces: on these 500 test dates the smallest such gap is larger than
+# 0.1, so cached and uncached decoding choose the same tokens.
+#
+# </details>
+
+# %% [demo]
+from encdec.checks.lesson10 import cached_logits
+
+model64 = torch_model.Seq2Seq(model.config).double()
+model64.load_state_dict(model.state_dict())
+some_src, some_tgt_in = test_src, test_tgt_in  # the first 500 test dates
+with torch.no_grad():
+    full = model64(some_src, some_tgt_in)  # (500, 11, V): every prefix at once, without a cache
+cached = cached_logits(model64, some_src, some_tgt_in)  # fed one token at a time through the cache
+allowed = full.clone()
+allowed[..., [dates.PAD, dates.BOS]] = -torch.inf  # greedy decoding never chooses these
+gap = allowed.topk(2, dim=-1).values.diff(dim=-1).abs().min().item()
+print(f"max |cached - full| = {(cached - full).abs().max().item():.1e}; "
+      f"{(cached == full).double().mean().item():.0%} of the logits are bit-for-bit equal; "
+      f"smallest gap between the two best allowed tokens: {gap:.2f}")
+
+# %% [markdown]
+# And the time the cache saves, measured with your decoder (or the course's, until yours passes its
+# test), on the trained model in float32. A date is short (11 tokens), and the saving is smaller than
+# for long outputs, where it keeps growing: the uncached decoder's work grows like $L^2$. To make every
+# run generate exactly $L$ tokens, the second measurement passes `eos_id=-1`, an id no token has.
+
+# %% [demo]
+decode = yours_or_ours("10.6", globals().get("greedy_decode_cached"))
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+plain, t_plain = timed(lambda: model.greedy_decode(test_src, dates.BOS, dates.EOS, dates.TARGET_LEN))
+fast, t_fast = timed(lambda: decode(model, test_src, dates.BOS, dates.EOS, dates.TARGET_LEN))
+print(f"500 test dates: identical tokens {torch.equal(plain, fast)}; without cache {t_plain:.2f} s, "
+      f"with {t_fast:.2f} s ({t_plain / t_fast:.1f}x)")
+few = test_src[:32]
+_, t_plain = timed(lambda: model.greedy_decode(few, dates.BOS, -1, 64))
+_, t_fast = timed(lambda: decode(model, few, dates.BOS, -1, 64))
+print(f"32 sources, 64 tokens each: without cache {t_plain:.2f} s, with {t_fast:.2f} s ({t_plain / t_fast:.1f}x)")
+
+# %% [markdown]
+# ## 10.10 What the model reads: cross-attention
 #
 # The decoder block returns its cross-attention weights; the course's model collects them with
 # `model.decode(tgt_in, H_enc, src_mask, return_attention=True)`, one `(B, h, m, n)` array per decoder
@@ -462,7 +896,7 @@ for ax, source in zip(axes, sources):
 plt.show()
 
 # %% [markdown]
-# ## 10.9 Greedy decoding and beam search on hard inputs
+# ## 10.11 Greedy decoding and beam search on hard inputs
 #
 # The trained model gets about 99.9% of the test dates right. Where does it fail? Its rare errors mix
 # up the digits of the year and of the day, as in `Wednesday, 12 September 2012` written `2021-09-12`;
@@ -503,7 +937,7 @@ for (source, target), found in list(zip(sample, searched))[:4]:
     print(f"  {source!r:32} right: {target}; beams: " + ", ".join(f"{t} ({s:.3f})" for t, s in found[:3]))
 
 # %% [markdown]
-# ## 10.10 Parity: three implementations, one function
+# ## 10.12 Parity: three implementations, one function
 #
 # The same trained weights, evaluated three ways. `capstone.parity_report` computes (and
 # `make capstone` writes into `runs/capstone/report.json`):
@@ -533,7 +967,7 @@ else:
     print("CPU vs CUDA:", gpu["note"])
 
 # %% [markdown]
-# ## 10.11 Scaling out: data parallelism
+# ## 10.13 Scaling out: data parallelism
 #
 # One GPU trains this model in seconds. Larger models and datasets are trained on many GPUs at once,
 # and the simplest way to use them is **data parallelism**: every process holds a full copy of the
@@ -553,7 +987,7 @@ else:
 # run two processes with the gloo backend and check that their weights after four steps equal one
 # process's to $10^{-10}$.
 #
-# ### Exercise 10.5 — order the steps (1 point)
+# ### Exercise 10.7 — order the steps (1 point)
 #
 # Here are the steps of one data-parallel training step, as every process runs them, shuffled. Put them
 # in order.
@@ -579,7 +1013,7 @@ ddp_step_order = [3, 5, 2, 6, 1, 4]
 ### END SOLUTION
 
 # %% [test] test_ddp_step_order points=1
-# Tests for Exercise 10.5 (1 point).
+# Tests for Exercise 10.7 (1 point).
 from encdec.checks.lesson10 import check_ddp_step_order
 
 check_ddp_step_order(points=1)
@@ -590,13 +1024,22 @@ check_ddp_step_order(points=1)
 # * The course's PyTorch model keeps the NumPy model's parameters, names and shapes (`x @ W`, not
 #   `nn.Linear`'s `x @ W.T`), so weights move between the two by name, in place, with `p.copy_` under
 #   `torch.no_grad()`, losslessly in float64.
-# * Multi-head attention and the decoder block carry over line for line; the differences are names
-#   (`dim`, `keepdim`, `transpose`) and the default dtype (float32 in torch).
-# * A torch training step is zero the gradients, forward, loss over the real tokens, backward, step;
-#   autograd's gradients are exactly Lesson 7's backward pass.
+# * A warm-up and a cosine decay set the learning rate of every step: linear to the peak, then half a
+#   cosine wave down to `min_lr` at the last step.
+# * AdamW decays the weights directly, apart from Adam's normalised gradient step; parameter groups
+#   decay the matrices (the embedding too) and leave the gains and biases alone.
+# * A torch training step sets the rate in every group, teacher-forces, averages the loss over the real
+#   tokens, zeroes the gradients, backpropagates, clips the global gradient norm (its direction
+#   unchanged) and steps; autograd's gradients are Lesson 7's backward pass.
+# * Exact match counts a sequence only when every token up to and including `<eos>` is right: a far
+#   stricter measure than token accuracy. Evaluate in eval mode under `torch.no_grad()`, and give the
+#   model back in the mode it came in.
+# * With a KV cache, batched torch decoding feeds one token per step, computes cross-attention's keys and
+#   values once, and returns the same tokens as decoding without it, faster by a factor that grows with
+#   the length of the output.
 # * Trained on dates in 18 formats, the model reaches about 99.9% exact match on dates it never saw,
 #   and its cross-attention finds the year, the month and the day wherever each format puts them.
-# * Beam search finds likelier outputs; it cannot correct a model that is confidently wrong.
+#   Beam search finds likelier outputs; it cannot correct a model that is confidently wrong.
 # * NumPy and torch agree to about $10^{-14}$ in float64; the CPU and the GPU agree to float32 rounding
 #   with identical outputs; bf16 has its own, looser tolerance.
 # * Data parallelism trains one model on many processes: the same global batch, a slice per process,
@@ -605,5 +1048,5 @@ check_ddp_step_order(points=1)
 # **Where to go next.** `make capstone` trains the model from the command line and writes the report;
 # `make bench` compares it with `torch.nn.Transformer`; the appendices collect the formulas (A), the
 # architectures that grew from this one (B) and the acronyms (C). From here: larger tasks (translation
-# with subword tokens), the KV cache in the torch model, mixed precision at scale, and models with
-# billions of parameters, built from the very blocks you wrote.
+# with subword tokens), mixed precision at scale, and models with billions of parameters, built from the
+# very blocks you wrote.

@@ -1,7 +1,9 @@
-"""Adam and the warm-up learning-rate schedules.
+"""Adam, AdamW and the warm-up learning-rate schedules.
 
 Adam keeps two running averages per parameter [STATE]: m (of gradients) and v (of squared
 gradients), bias-corrected by 1 - beta^t, and moves each parameter by lr * m_hat / (sqrt(v_hat) + eps).
+AdamW adds decoupled weight decay: before the Adam move, each decayed parameter shrinks by
+lr * weight_decay * p, the gradient untouched (torch.optim.AdamW's update, step for step).
 """
 
 import numpy as np
@@ -44,6 +46,50 @@ class Adam:
         for k, p in self.params.items():
             p[...], self.m[k], self.v[k] = adam_update(
                 p, grads[k], self.m[k], self.v[k], self.t, lr, *self.betas, self.eps)
+
+
+def adamw_update(param, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=1e-2):
+    """One AdamW step for one array: decoupled weight decay, then Adam.
+
+    p <- p - lr * weight_decay * p, then p <- p - lr * m_hat / (sqrt(v_hat) + eps) with Adam's
+    m, v and bias correction. The decay never enters m or v (that is what "decoupled" means:
+    Adam with an L2 term would add weight_decay * p to the gradient instead).
+    Inputs:  param, grad, m, v arrays of one shape; t the step number, starting at 1.
+    Returns: (new_param, new_m, new_v); nothing is modified in place.
+    """
+    decayed = param - lr * weight_decay * param
+    return adam_update(decayed, grad, m, v, t, lr, beta1, beta2, eps)
+
+
+def is_matrix(name, param):
+    """The default decay rule (as encdec.capstone.build_optimizer): arrays of 2 or more dimensions
+    (projections, FFN matrices, the embedding) are decayed; gains and biases (1-D) are not."""
+    return np.ndim(param) >= 2
+
+
+class AdamW:
+    """AdamW over a dict of parameter arrays, updated in place, equal to torch.optim.AdamW with two
+    parameter groups: the arrays for which decay(name, array) is true get `weight_decay`, the
+    others none. Defaults are torch's: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, decay=is_matrix):
+        self.params = params
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.decayed = {k for k, p in params.items() if decay(k, p)}
+        self.t = 0
+        self.m = {k: np.zeros_like(p) for k, p in params.items()}
+        self.v = {k: np.zeros_like(p) for k, p in params.items()}
+
+    def step(self, grads, lr=None):
+        missing = set(self.params) - set(grads)
+        if missing:
+            raise ValueError(f"no gradient for parameters {sorted(missing)}")
+        self.t += 1
+        lr = self.lr if lr is None else lr
+        for k, p in self.params.items():
+            wd = self.weight_decay if k in self.decayed else 0.0
+            p[...], self.m[k], self.v[k] = adamw_update(
+                p, grads[k], self.m[k], self.v[k], self.t, lr, *self.betas, self.eps, wd)
 
 
 def warmup_schedule(step, d_model, warmup_steps, factor=1.0):

@@ -1,34 +1,48 @@
-"""Checkers for lesson 10, Capstone: the model in PyTorch.
+"""Checkers for lesson 10, Capstone: training, evaluating and decoding in PyTorch.
 
-Exercise 10.1 TorchMultiHeadAttention.forward (3 points), 10.2 TorchDecoderBlock.forward (3),
-10.3 load_numpy_parameters (2), 10.4 torch_train_step (3), 10.5 the steps of a data-parallel training
-step, in order (1).
+Exercise 10.1 load_numpy_parameters (2 points), 10.2 lr_at (2), 10.3 make_optimizer (2),
+10.4 torch_train_step (3), 10.5 exact_match (2), 10.6 greedy_decode_cached (4), 10.7 the steps of a
+data-parallel training step, in order (1).
 
-Every torch answer is checked against the NumPy reference on the CPU, on the same weights: the
-answer runs in float64 (and once in float32), the reference in NumPy float64, so a correct answer
-agrees to rounding. Nothing is trained; every check takes a fraction of a second.
+Every torch answer is checked against the NumPy reference on the same weights: the schedule against
+`encdec.optim.warmup_cosine_schedule`; the optimizer and the training step against the NumPy model's
+own backward pass, `encdec.optim.AdamW` and clipping done in NumPy; decoding against
+`encdec.decoding.greedy_decode` (without a cache). Models are tiny and nothing trains for more than
+two steps: every check takes a fraction of a second.
+
+What cannot be seen in a return value is observed while the answer runs:
+- exact_match gets a real torch Seq2Seq whose decoder follows a script (so every edge case of the
+  comparison is exercised on purpose), and which records, each time the answer calls it, whether
+  it is in training mode and whether autograd is recording. So a missing model.eval() is seen
+  without relying on dropout (once the torch model has dropout, it would also change the scores);
+- greedy_decode_cached runs under a torch function mode that counts the rows multiplied by the
+  encoder's and every decoder block's W_q and W_k: one new position per step means B rows per
+  step in self-attention, and the encoder output's B * n rows once.
 
 torch is imported on first use, not with this module: every grading kernel imports all the
 checkers at start-up (encdec.checks.guard), and only this lesson needs torch. The exercise list
-(EXERCISES), whose reference classes are torch modules, is built on first access for that reason.
+(EXERCISES), whose references are torch functions, is built on first access for that reason.
 """
 
+import contextlib
 import copy
 import functools
+import io
+import math
 from types import SimpleNamespace
 
 import numpy as np
 
-from .. import attention, layers, training
-from ..attention import create_causal_mask
+from .. import decoding, optim, training
 from ..loss import softmax_cross_entropy
 from ..mistakes import CATALOG
 from ..mistakes import lesson10 as _register  # noqa: F401  (fills the catalog)
-from ..model import Seq2Seq, shift_right
-from .core import Case, Checker, Exercise, Mistake, compare, rebind, run_student
+from ..model import ModelConfig, Seq2Seq, shift_right
+from .core import RTOL, RTOL32, Case, Checker, Exercise, Mistake, compare, run_student
+from .lesson09 import random_model
 from .ordering import Ordering, Step
 
-POINTS = {"10.1": 3, "10.2": 3, "10.3": 2, "10.4": 3, "10.5": 1}
+POINTS = {"10.1": 2, "10.2": 2, "10.3": 2, "10.4": 3, "10.5": 2, "10.6": 4, "10.7": 1}
 PAD, BOS, EOS = 0, 1, 2
 
 
@@ -48,226 +62,340 @@ def _randomize(params, r, scale=0.4):
     return params
 
 
+class Returned(Exception):
+    """An answer returned something of the wrong kind (the message says what)."""
+
+
+DELEGATED = {  # library functions an answer may not call, in the words the student reads
+    "Seq2Seq.greedy_decode": "your code calls `model.greedy_decode`, the course's decoding without a cache. "
+                             "This exercise asks you to write the decoding loop yourself, with a cache.",
+}
+
+
+class TorchChecker(Checker):
+    """A Checker whose messages speak of PyTorch, not NumPy."""
+
+    def _explain_error(self, outcome):
+        if isinstance(outcome.error, Returned):
+            return str(outcome.error)
+        text = super()._explain_error(outcome)
+        if outcome.delegated:
+            text = DELEGATED.get(outcome.delegated) or text.replace("Write it yourself with NumPy.",
+                                                                    "Write it yourself, in PyTorch.")
+            self.stopped = text
+        return text
+
+
+def _one_thread(check):
+    """Run a check with torch on one thread (restored afterwards): the models are tiny, and threads only
+    fight each other on a machine that grades several notebooks at once."""
+    @functools.wraps(check)
+    def run(*args, **kwargs):
+        torch = references().torch
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return check(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+    return run
+
+
 # -- the torch side, built on first use ----------------------------------------------------------------
 @functools.cache
 def references():
-    """The torch reference classes and functions the checks compare with and put in place."""
+    """The torch references the checks compare with, and the instruments they observe answers with."""
     import torch
-    import torch.nn as nn
     import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
 
+    from .. import capstone
     from .. import torch_model as tm
+    from ..layers import sinusoidal_positions
 
-    class MultiHeadAttention(tm.MultiHeadAttention):
-        """The twin's attention, always returning (output, weights): the exercise's contract."""
-
-        def forward(self, query_input, key_value_input=None, mask=None, need_weights=True):
-            return tm.MultiHeadAttention.forward(self, query_input, key_value_input, mask, need_weights=True)
-
-    class DecoderBlock(tm.DecoderBlock):
-        """The twin's decoder block, built from the attention above; returns (output, cross_weights)."""
-
-        def __init__(self, d_model, n_heads, d_ff):
-            nn.Module.__init__(self)
-            self.self_attn = MultiHeadAttention(d_model, n_heads)
-            self.cross_attn = MultiHeadAttention(d_model, n_heads)
-            self.ffn = tm.FeedForward(d_model, d_ff)
-            self.norm1_gamma = nn.Parameter(torch.ones(d_model))
-            self.norm2_gamma = nn.Parameter(torch.ones(d_model))
-            self.norm3_gamma = nn.Parameter(torch.ones(d_model))
-
-        def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
-            return tm.DecoderBlock.forward(self, x, encoder_output, self_attn_mask, cross_attn_mask,
-                                           need_weights=True)
-
+    # what the notebook gives, for the references' own use
     def rms_norm(x, gamma, eps=1e-6):
-        return F.rms_norm(x, gamma.shape, gamma, eps)
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * gamma
 
-    def train_step(model, optimizer, src, tgt, bos_id):
+    def attend(Q, K, V, mask=None):
+        scores = Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            scores = scores + mask
+        return scores.softmax(dim=-1) @ V
+
+    def embed_at(model, tokens, position):
+        d = model.config.d_model
+        x = F.embedding(tokens[:, None], model.embedding) * math.sqrt(d)
+        pe = torch.from_numpy(sinusoidal_positions(position + 1, d)[position])
+        return x + pe.to(device=x.device, dtype=x.dtype)
+
+    # the answers
+    def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
+        return float(optim.warmup_cosine_schedule(step, peak_lr, warmup_steps, total_steps, min_lr))
+
+    def make_optimizer(model, lr, weight_decay, betas):
+        params = list(model.parameters())
+        groups = [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+                  {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
+        return torch.optim.AdamW(groups, lr=lr, betas=betas)
+
+    def train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):
+        for group in optimizer.param_groups:
+            group["lr"] = lr
         tgt_in = torch.cat([torch.full_like(tgt[:, :1], bos_id), tgt[:, :-1]], dim=1)
         logits = model(src, tgt_in)
         loss = F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=model.config.pad_id)
         optimizer.zero_grad()
         loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
         optimizer.step()
-        return loss.item()
+        return loss.item(), norm.item()
 
-    return SimpleNamespace(torch=torch, tm=tm, MultiHeadAttention=MultiHeadAttention, DecoderBlock=DecoderBlock,
-                           FeedForward=tm.FeedForward, rms_norm=rms_norm, train_step=train_step)
+    def exact_match(model, src, tgt, bos_id, eos_id, max_len):
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+        finally:
+            model.train(was_training)
+        pad = model.config.pad_id
+        width = max(pred.shape[1], tgt.shape[1])
+        pred = F.pad(pred, (0, width - pred.shape[1]), value=pad)
+        target = F.pad(tgt, (0, width - tgt.shape[1]), value=pad)
+        is_eos = target == eos_id
+        compared = ((is_eos.cumsum(dim=1) - is_eos.long()) == 0) & (target != pad)  # up to the first <eos>
+        return ((pred == target) | ~compared).all(dim=1).double().mean().item()
+
+    def start_decoding(model, src):
+        """Encode once; every decoder block's cross-attention K, V once; empty self-attention caches."""
+        H_enc, src_mask = model.encode(src)
+        h = model.config.n_heads
+        cross = [(tm.split_heads(H_enc @ b.cross_attn.W_k, h), tm.split_heads(H_enc @ b.cross_attn.W_v, h))
+                 for b in model.decoder]
+        return {"cross": cross, "src_mask": src_mask, "self": [None] * len(model.decoder), "t": 0}
+
+    def decoder_step(model, state, tokens):
+        """Feed tokens (B,) at position state['t']; returns the logits (B, V) of the new position."""
+        h, eps = model.config.n_heads, model.config.eps
+        x = embed_at(model, tokens, state["t"])  # (B, 1, d_model)
+        for i, b in enumerate(model.decoder):
+            a = rms_norm(x, b.norm1_gamma, eps)
+            K, V = tm.split_heads(a @ b.self_attn.W_k, h), tm.split_heads(a @ b.self_attn.W_v, h)  # (B, h, 1, d_k)
+            if state["self"][i] is not None:
+                K = torch.cat([state["self"][i][0], K], dim=-2)
+                V = torch.cat([state["self"][i][1], V], dim=-2)
+            state["self"][i] = (K, V)
+            x = x + tm.merge_heads(attend(tm.split_heads(a @ b.self_attn.W_q, h), K, V)) @ b.self_attn.W_o
+            a = rms_norm(x, b.norm2_gamma, eps)
+            K_c, V_c = state["cross"][i]
+            x = x + tm.merge_heads(attend(tm.split_heads(a @ b.cross_attn.W_q, h), K_c, V_c, state["src_mask"])) \
+                @ b.cross_attn.W_o
+            x = x + b.ffn(rms_norm(x, b.norm3_gamma, eps))
+        state["t"] += 1
+        return (rms_norm(x, model.decoder_norm_gamma, eps) @ model.embedding.T)[:, 0]
+
+    def greedy_decode_cached(model, src, bos_id, eos_id, max_len):
+        pad = model.config.pad_id
+        with torch.no_grad():
+            state = start_decoding(model, src)
+            token = torch.full((src.shape[0],), bos_id, dtype=torch.long, device=src.device)
+            done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+            out = []
+            for _ in range(max_len):
+                logits = decoder_step(model, state, token).clone()
+                logits[:, [pad, bos_id]] = float("-inf")
+                token = torch.where(done, pad, logits.argmax(dim=-1))
+                out.append(token)
+                done = done | (token == eos_id)
+                if bool(done.all()):
+                    break
+            return torch.stack(out, dim=1)
+
+    def cached_logits(model, src, tgt_in):
+        """Teacher forcing through the cache: tgt_in (B, m) fed one column per step; logits (B, m, V)."""
+        with torch.no_grad():
+            state = start_decoding(model, src)
+            return torch.stack([decoder_step(model, state, tgt_in[:, t]) for t in range(tgt_in.shape[1])], dim=1)
+
+    class ScriptedSeq2Seq(tm.Seq2Seq):
+        """A tiny torch Seq2Seq whose decoder follows a script: at position j of the row whose source is
+        sources[r], the largest logit is scripts[r][j], whatever the decoder reads. So greedy decoding
+        (the model's own, or any loop over decode) returns the scripted outputs. Records, each time it is
+        called from outside, whether it is in training mode and whether autograd records (`seen`)."""
+
+        def __init__(self, sources, scripts, vocab_size=12, bos_id=BOS, eos_id=EOS):
+            super().__init__(ModelConfig(vocab_size=vocab_size, d_model=8, n_heads=2, d_ff=8, n_encoder_layers=1,
+                                         n_decoder_layers=1, pad_id=PAD), seed=0)
+            self.rows = {self._key(s): r for r, s in enumerate(sources)}
+            width = 64
+            scripted = np.full((len(scripts), width), eos_id, dtype=np.int64)
+            for r, s in enumerate(scripts):
+                scripted[r, :len(s)] = s
+            self.scripts = torch.from_numpy(scripted)
+            self.seen = []
+            self.depth = 0
+
+        @staticmethod
+        def _key(tokens):
+            return tuple(int(t) for t in tokens if int(t) != PAD)
+
+        @contextlib.contextmanager
+        def _called(self, what):
+            if self.depth == 0:
+                self.seen.append((what, any(m.training for m in self.modules()), torch.is_grad_enabled()))
+            self.depth += 1
+            try:
+                yield
+            finally:
+                self.depth -= 1
+
+        def encode(self, src):
+            with self._called("encode"):
+                rows = torch.tensor([self.rows[self._key(s)] for s in src.reshape(-1, src.shape[-1])])
+                H = torch.zeros(*src.shape, self.config.d_model, dtype=self.embedding.dtype)
+                H[..., 0, 0] = rows.reshape(src.shape[:-1]).to(H.dtype)  # the row, for decode to read
+                return H, self.padding_mask(src, H.dtype)
+
+        def decode(self, tgt_in, H_enc, src_mask, return_attention=False):
+            with self._called("decode"):
+                rows = H_enc[..., 0, 0].long()  # (B,)
+                m = tgt_in.shape[-1]
+                script = self.scripts[rows][..., :m]  # (B, m)
+                logits = torch.zeros(*script.shape, self.config.vocab_size, dtype=H_enc.dtype)
+                logits.scatter_(-1, script[..., None], 8.0)
+                return (logits, [None]) if return_attention else logits
+
+        def forward(self, src, tgt_in):
+            with self._called("forward"):
+                return super().forward(src, tgt_in)
+
+        def greedy_decode(self, src, bos_id, eos_id, max_len):
+            with self._called("greedy_decode"):
+                return tm.Seq2Seq.greedy_decode(self, src, bos_id, eos_id, max_len)
+
+    matmuls = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.Tensor.__rmatmul__, torch.mm,
+               torch.Tensor.mm, torch.bmm, torch.Tensor.bmm, F.linear, torch.einsum, torch.addmm, torch.Tensor.addmm,
+               torch.baddbmm, torch.Tensor.baddbmm, torch.tensordot, torch.inner, torch.mv, torch.Tensor.mv,
+               torch.chain_matmul, torch.linalg.multi_dot}
+
+    def tensors_in(obj):
+        if isinstance(obj, torch.Tensor):
+            yield obj
+        elif isinstance(obj, (list, tuple)):
+            for o in obj:
+                yield from tensors_in(o)
+        elif isinstance(obj, dict):
+            for o in obj.values():
+                yield from tensors_in(o)
+
+    class WeightRows(TorchFunctionMode):
+        """Counts, for each watched weight matrix, the rows (positions) multiplied by it. A tensor made
+        from a watched weight (a view, a copy, a concatenation) is watched under the same labels, so
+        fused projections (x @ torch.cat([W_q, W_k, W_v], 1)) count for each of their parts."""
+
+        def __init__(self, weights, d_model):
+            super().__init__()
+            self.labels = {w.untyped_storage().data_ptr(): frozenset([label]) for label, w in weights.items()}
+            self.rows = {label: 0 for label in weights}
+            self.d_model = d_model
+            self.keep = []  # derived watched tensors stay alive, so their memory is never reused
+
+        def _labels(self, t):
+            try:
+                return self.labels.get(t.untyped_storage().data_ptr(), frozenset())
+            except (RuntimeError, NotImplementedError):
+                return frozenset()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            inputs = [(t, self._labels(t)) for t in tensors_in((args, kwargs))]
+            hit = frozenset().union(*(labels for _, labels in inputs))
+            if not hit:
+                return out
+            if func in matmuls:
+                rows = sum(t.numel() // self.d_model for t, labels in inputs if not labels)
+                for label in hit:
+                    self.rows[label] += rows
+            else:
+                for t in tensors_in(out):
+                    key = t.untyped_storage().data_ptr()
+                    self.labels[key] = self.labels.get(key, frozenset()) | hit
+                    self.keep.append(t)
+            return out
+
+    for f in (lr_at, make_optimizer, train_step, exact_match, greedy_decode_cached, cached_logits, decoder_step):
+        f.__qualname__ = f.__name__  # messages name `lr_at`, not `references.<locals>.lr_at`
+    return SimpleNamespace(
+        torch=torch, F=F, tm=tm, capstone=capstone, rms_norm=rms_norm, attend=attend, embed_at=embed_at,
+        lr_at=lr_at, make_optimizer=make_optimizer, train_step=train_step, exact_match=exact_match,
+        greedy_decode_cached=greedy_decode_cached, cached_logits=cached_logits, start_decoding=start_decoding,
+        decoder_step=decoder_step, ScriptedSeq2Seq=ScriptedSeq2Seq, WeightRows=WeightRows)
 
 
 def _to_numpy(value):
-    """Tensors (alone or in a tuple) -> float64 NumPy arrays; anything else unchanged."""
+    """Tensors (alone or in a tuple) -> NumPy arrays (floats as float64); anything else unchanged."""
     if isinstance(value, (tuple, list)):
         return tuple(_to_numpy(v) for v in value)
     torch = references().torch
     if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", torch.float64).numpy()
+        value = value.detach().cpu()
+        return value.numpy() if not value.is_floating_point() else value.double().numpy()
     return value
 
 
-def _tensor_call(module):
-    """Call a torch module with NumPy inputs: float64 tensors, or a float32 copy of the module
-    and float32 tensors when the inputs are float32."""
-    torch = references().torch
-    f32 = {}
-
-    def call(*args, **kwargs):
-        single = any(isinstance(a, np.ndarray) and a.dtype == np.float32 for a in args)
-        target = module
-        if single:
-            if "module" not in f32:
-                f32["module"] = copy.deepcopy(module).float()
-            target = f32["module"]
-        dtype = torch.float32 if single else torch.float64
-
-        def conv(a):
-            return torch.from_numpy(np.array(a)).to(dtype) if isinstance(a, np.ndarray) else a
-
-        with torch.no_grad():
-            return target(*[conv(a) for a in args], **{k: conv(v) for k, v in kwargs.items()})
-
-    return call
+def _same(a, b):
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return compare(a, b) is None
+    return a == b
 
 
-def _build(c, cls, args, params, what):
-    """The student's module built with the given constructor, float64, holding `params` (NumPy
-    arrays by name); None when that fails (with a message)."""
-    R = references()
-    outcome = run_student(cls, args)
-    if outcome.error is not None:
-        c.stopped = (f"building `{cls.__name__}{args}` raised {outcome.error_text}. Keep the given "
-                     "constructor, and run the cell that defines the class again.")
-        return None
-    module = outcome.value
-    try:
-        R.tm.load_numpy_parameters(module.double(), params)
-    except Exception as exc:
-        c.record(what, False, f"could not give your module the test weights ({type(exc).__name__}: {exc}); "
-                              "keep the parameter names of the given constructor")
-        return None
-    return module
+def _diagnose_part(observe, student_summary, catalog, *args):
+    """The diagnosis of the first mistake whose behaviour in this part equals the student's."""
+    for m in catalog:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                summary, _, _ = observe(m.impl, *args)
+            except Exception:
+                continue
+        if _same(summary, student_summary):
+            return m.diagnosis
+    return ""
 
 
-def _catalog_calls(mistakes, reference_cls, args, params):
-    """Catalog mistakes written as forward methods, each made a module with the same weights."""
-    R = references()
-    out = []
-    for m in mistakes:
-        cls = type(reference_cls.__name__, (reference_cls,), {"forward": m.impl})
-        module = R.tm.load_numpy_parameters(cls(*args).double(), params)
-        out.append(Mistake(m.exercise, m.key, m.diagnosis, _tensor_call(module)))
-    return out
+def _check_parts(c, fn, parts, catalog):
+    """Parts decided by observe(fn, *args) -> (summary, problem message or '', outcome or None).
+
+    Stops the exercise on delegation or a missing implementation; a part with a problem is recorded
+    with the diagnosis of the first catalog mistake that behaves the same way."""
+    for label, observe, args_list in parts:
+        if c.stopped:
+            break
+        for args in args_list:
+            summary, problem, outcome = observe(fn, *args)
+            if outcome is not None:
+                c._absorb(outcome, label)
+                if outcome.delegated or isinstance(outcome.error, NotImplementedError):
+                    c._explain_error(outcome)
+                    c.record(label, False, c.stopped)
+                    break
+            if summary[0] == "error":
+                diagnosis = c._once(_diagnose_part(observe, summary, catalog, *args))
+                message = c._explain_error(outcome) + (f"\n      Likely cause: {diagnosis}" if diagnosis else "")
+                c.record(label, False, message)
+                break
+            if problem:
+                diagnosis = c._once(_diagnose_part(observe, summary, catalog, *args))
+                c.record(label, False, problem + (f"\n      Likely cause: {diagnosis}" if diagnosis else ""))
+                break
+        else:
+            c.record(label, True)
 
 
 # -- Exercise 10.1 ---------------------------------------------------------------------------------------
-def mha_parts():
-    r = _rng(101)
-    causal = create_causal_mask(5)
-    pad = np.where(np.array([[0, 0, 0, 0, 1], [0, 0, 1, 1, 1]]) == 1, -np.inf, 0.0)[:, None, None, :]
-    return [
-        ("self-attention (d_model=8, 2 heads)", 8, 2, [
-            Case("one sequence x of shape (5, 8)", (r.normal(size=(5, 8)),)),
-            Case("a batch x of shape (2, 5, 8)", (r.normal(size=(2, 5, 8)),)),
-            Case("leading shape (2, 3): x of shape (2, 3, 4, 8)", (r.normal(size=(2, 3, 4, 8)),), hidden=True)]),
-        ("cross-attention, m != n (d_model=8, 2 heads)", 8, 2, [
-            Case("queries (2, 3, 8) over keys and values (2, 5, 8)", (r.normal(size=(2, 3, 8)), r.normal(size=(2, 5, 8)))),
-            Case("one query (1, 8) over 6 positions (6, 8)", (r.normal(size=(1, 8)), r.normal(size=(6, 8))), hidden=True)]),
-        ("masks (d_model=12, 3 heads)", 12, 3, [
-            Case("self-attention with the causal mask (5, 5)", (r.normal(size=(2, 5, 12)), None, causal)),
-            Case("cross-attention with a padding mask (2, 1, 1, 5)", (r.normal(size=(2, 4, 12)), r.normal(size=(2, 5, 12)), pad)),
-            Case("causal mask, large inputs (entries about 10)", (r.normal(size=(5, 12)) * 10, None, causal), hidden=True)]),
-        ("float32 (d_model=8, 4 heads)", 8, 4, [
-            Case("float32 x of shape (2, 5, 8)", (r.normal(size=(2, 5, 8)).astype(np.float32),), float32=True)]),
-    ]
-
-
-def check_multi_head_attention(TorchMultiHeadAttention=None, *, points=POINTS["10.1"], hidden=False):
-    """Exercise 10.1: forward(query_input, key_value_input=None, mask=None) -> (output, weights),
-    in torch, against the NumPy reference on the same weights."""
-    c = Checker("10.1", "TorchMultiHeadAttention.forward", points, hidden)
-    cls = c.find(TorchMultiHeadAttention, "TorchMultiHeadAttention", kind="class")
-    R = references()
-    forbidden = [R.tm.MultiHeadAttention.forward, R.MultiHeadAttention.forward,
-                 attention.MultiHeadAttention.__call__, attention.MultiHeadAttention.attend]
-    for seed, (label, d_model, n_heads, cases) in enumerate(mha_parts()):
-        if c.stopped:
-            break
-        if not hidden and all(case.hidden for case in cases):
-            continue
-        ref = attention.MultiHeadAttention(d_model, n_heads, rng=seed)
-        _randomize(ref.parameters(), _rng(1010 + seed))
-        module = _build(c, cls, (d_model, n_heads), ref.parameters(), label)
-        if module is None:
-            continue
-        catalog = _catalog_calls(CATALOG["TorchMultiHeadAttention"], R.MultiHeadAttention, (d_model, n_heads),
-                                 ref.parameters())
-        c.check_cases(label, _tensor_call(module), ref, cases, catalog=catalog, forbidden=forbidden,
-                      names=("output", "weights"), postprocess=_to_numpy)
-    return c.result()
-
-
-# -- Exercise 10.2 ---------------------------------------------------------------------------------------
-def decoder_block_parts():
-    r = _rng(102)
-
-    def masks(tgt_pad, src_pad):
-        """Causal plus target padding (B, 1, m, m) and source padding (B, 1, 1, n), additive."""
-        m, n = tgt_pad.shape[-1], src_pad.shape[-1]
-        self_mask = create_causal_mask(m) + np.where(tgt_pad, -np.inf, 0.0)[:, None, None, :]
-        return self_mask, np.where(src_pad, -np.inf, 0.0)[:, None, None, :]
-
-    tgt_pad = np.array([[0, 0, 0, 1], [0, 0, 0, 0]], dtype=bool)
-    src_pad = np.array([[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 0]], dtype=bool)
-    self_mask, cross_mask = masks(tgt_pad, src_pad)
-    return [
-        ("one sequence, no masks (d_model=8, 2 heads, d_ff=12)", (8, 2, 12), [
-            Case("x (3, 8), encoder_output (5, 8)", (r.normal(size=(3, 8)), r.normal(size=(5, 8)))),
-            Case("x (1, 8), encoder_output (2, 8)", (r.normal(size=(1, 8)), r.normal(size=(2, 8))), hidden=True)]),
-        ("a batch with both masks (d_model=8, 2 heads, d_ff=12)", (8, 2, 12), [
-            Case("x (2, 4, 8), encoder_output (2, 6, 8), causal + padding masks",
-                 (r.normal(size=(2, 4, 8)), r.normal(size=(2, 6, 8)), self_mask, cross_mask)),
-            Case("the causal mask alone, x (2, 4, 8), encoder_output (2, 3, 8)",
-                 (r.normal(size=(2, 4, 8)), r.normal(size=(2, 3, 8)), create_causal_mask(4)), hidden=True)]),
-        ("float32 and large inputs (d_model=12, 3 heads, d_ff=20)", (12, 3, 20), [
-            Case("float32 x (2, 4, 12), encoder_output (2, 5, 12)",
-                 (r.normal(size=(2, 4, 12)).astype(np.float32), r.normal(size=(2, 5, 12)).astype(np.float32)),
-                 float32=True),
-            Case("large inputs (entries about 20)", (r.normal(size=(4, 12)) * 20, r.normal(size=(5, 12)) * 20), hidden=True)]),
-    ]
-
-
-def check_decoder_block(TorchDecoderBlock=None, *, points=POINTS["10.2"], hidden=False):
-    """Exercise 10.2: forward(x, encoder_output, self_attn_mask=None, cross_attn_mask=None) ->
-    (output, cross_weights): pre-norm self-attention, cross-attention, FFN, each with its residual.
-
-    The block's attention, feed-forward network and `rms_norm` run as the reference while this is
-    checked, so a mistake in Exercise 10.1 is not charged again here.
-    """
-    c = Checker("10.2", "TorchDecoderBlock.forward", points, hidden)
-    cls = c.find(TorchDecoderBlock, "TorchDecoderBlock", kind="class")
-    R = references()
-    if cls is not None:
-        cls = rebind(cls, TorchMultiHeadAttention=R.MultiHeadAttention, TorchFeedForward=R.FeedForward,
-                     rms_norm=R.rms_norm)
-    forbidden = [R.tm.DecoderBlock.forward, R.DecoderBlock.forward, layers.DecoderBlock.__call__]
-    for seed, (label, sizes, cases) in enumerate(decoder_block_parts()):
-        if c.stopped:
-            break
-        if not hidden and all(case.hidden for case in cases):
-            continue
-        ref = layers.DecoderBlock(*sizes, rng=seed)
-        _randomize(ref.parameters(), _rng(1020 + seed))
-        module = _build(c, cls, sizes, ref.parameters(), label)
-        if module is None:
-            continue
-        catalog = _catalog_calls(CATALOG["TorchDecoderBlock"], R.DecoderBlock, sizes, ref.parameters())
-        c.check_cases(label, _tensor_call(module), ref, cases, catalog=catalog, forbidden=forbidden,
-                      names=("output", "cross_weights"), postprocess=_to_numpy)
-    return c.result()
-
-
-# -- Exercise 10.3 ---------------------------------------------------------------------------------------
 def _transfer_setup(seed, dtype_name, sizes=(13, 8, 2, 12, 1, 2)):
     """(torch model with torch's own initial weights, NumPy parameters with other random values)."""
     R = references()
@@ -276,6 +404,11 @@ def _transfer_setup(seed, dtype_name, sizes=(13, 8, 2, 12, 1, 2)):
     _randomize(np_model.parameters(), _rng(1030 + seed))
     twin = R.tm.Seq2Seq(np_model.config, seed=seed).to(getattr(R.torch, dtype_name))
     return twin, np_model
+
+
+def _transfer_forbidden():
+    R = references()
+    return [R.tm.load_numpy_parameters, R.tm.from_numpy]
 
 
 def _observe_values(fn, seed, sizes):
@@ -341,7 +474,7 @@ def _observe_in_place(fn, seed, sizes):
 
 
 def _observe_refusals(fn, seed, sizes):
-    """Part 3: three dicts that do not fit the model. (summary, problem, None)."""
+    """Part 3: three dicts that do not fit the model. (summary, problem, outcome of a delegation or None)."""
     twin, np_model = _transfer_setup(seed, "float64", sizes)
     params = np_model.parameters()
     missing = {k: v for k, v in params.items() if k != "encoder_norm_gamma"}
@@ -353,8 +486,8 @@ def _observe_refusals(fn, seed, sizes):
                         f"instead of {params['decoder.0.ffn.W1'].shape}", wrong)):
         outcome = run_student(fn, (copy.deepcopy(twin), {k: v.copy() for k, v in bad.items()}),
                               forbidden=_transfer_forbidden())
-        if outcome.delegated:
-            return ("delegated",), None, outcome
+        if outcome.delegated or isinstance(outcome.error, NotImplementedError):
+            return ("stopped",), None, outcome
         kind = type(outcome.error).__name__ if outcome.error is not None else "none"
         results.append((label, kind))
     summary = ("refusals",) + tuple(k for _, k in results)
@@ -365,60 +498,242 @@ def _observe_refusals(fn, seed, sizes):
     return ("ok",), "", None
 
 
-def _transfer_forbidden():
-    R = references()
-    return [R.tm.load_numpy_parameters, R.tm.from_numpy]
-
-
-def _diagnose_part(observe, student_summary, catalog, *args):
-    """The diagnosis of the first mistake whose behaviour in this part equals the student's."""
-    for m in catalog:
-        summary, _, _ = observe(m.impl, *args)
-        if _same(summary, student_summary):
-            return m.diagnosis
-    return ""
-
-
-def _same(a, b):
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return compare(a, b) is None
-    return a == b
-
-
-def check_load_numpy_parameters(load_numpy_parameters=None, *, points=POINTS["10.3"], hidden=False):
-    """Exercise 10.3: copy NumPy arrays into a torch model's parameters by name, in place."""
-    c = Checker("10.3", "load_numpy_parameters", points, hidden)
+@_one_thread
+def check_load_numpy_parameters(load_numpy_parameters=None, *, points=POINTS["10.1"], hidden=False):
+    """Exercise 10.1: copy NumPy arrays into a torch model's parameters by name, in place."""
+    c = TorchChecker("10.1", "load_numpy_parameters", points, hidden)
     fn = c.find(load_numpy_parameters, "load_numpy_parameters")
-    catalog = CATALOG["load_numpy_parameters"]
     sizes = [(13, 8, 2, 12, 1, 2)] + ([(9, 12, 3, 20, 2, 1)] if hidden else [])
-    parts = [("every array lands in the parameter of the same name (float64 model, logits equal NumPy's)", _observe_values),
+    args = [(seed, size) for seed, size in enumerate(sizes)]
+    parts = [("every array lands in the parameter of the same name (float64 model, logits equal NumPy's)",
+              _observe_values, args),
              ("in place: dtype, Parameter objects and requires_grad kept (float32 model, an optimizer made before)",
-              _observe_in_place),
-             ("a dict that does not fit the model is refused with a ValueError", _observe_refusals)]
-    for label, observe in parts:
-        if c.stopped:
-            break
-        for seed, size in enumerate(sizes):
-            summary, problem, outcome = observe(fn, seed, size)
-            if outcome is not None:
-                c._absorb(outcome, label)
-                if outcome.delegated:
-                    c._explain_error(outcome)
-                    c.record(label, False, c.stopped)
-                    break
-            if summary[0] == "error":
-                diagnosis = c._once(_diagnose_part(observe, summary, catalog, seed, size))
-                message = c._explain_error(outcome) + (f"\n      Likely cause: {diagnosis}" if diagnosis else "")
-                c.record(label, False, message)
-                break
-            if problem:
-                diagnosis = c._once(_diagnose_part(observe, summary, catalog, seed, size))
-                c.record(label, False, problem + (f"\n      Likely cause: {diagnosis}" if diagnosis else ""))
-                break
+              _observe_in_place, args),
+             ("a dict that does not fit the model is refused with a ValueError", _observe_refusals, args)]
+    if fn is not None:
+        _check_parts(c, fn, parts, CATALOG["load_numpy_parameters"])
+    return c.result()
+
+
+# -- Exercise 10.2 ---------------------------------------------------------------------------------------
+CAPSTONE_SCHEDULE = (2e-3, 100, 800, 4e-5)  # peak_lr, warmup_steps, total_steps, min_lr: encdec.capstone.DEFAULT
+
+
+def _curve(fn):
+    """The rates of steps 1..total_steps as one array (index i is step i + 1)."""
+    def run(peak_lr, warmup_steps, total_steps, min_lr):
+        return np.array([float(fn(s, peak_lr, warmup_steps, total_steps, min_lr)) for s in range(1, total_steps + 1)])
+    return run
+
+
+def _as_float(fn):
+    def run(*args):
+        value = fn(*args)
+        torch = references().torch
+        return float(value) if isinstance(value, (int, float, np.number, torch.Tensor)) else value
+    return run
+
+
+@_one_thread
+def check_lr_at(lr_at=None, *, points=POINTS["10.2"], hidden=False):
+    """Exercise 10.2: linear warm-up to peak_lr over warmup_steps, then cosine decay to min_lr at
+    total_steps, min_lr after it; steps count from 1."""
+    c = TorchChecker("10.2", "lr_at", points, hidden)
+    fn = c.find(lr_at, "lr_at")
+    R = references()
+    forbidden = [optim.warmup_cosine_schedule, R.capstone.learning_rate, R.lr_at]
+    catalog = CATALOG["lr_at"]
+    common = dict(catalog=[Mistake(m.exercise, m.key, m.diagnosis, _as_float(m.impl)) for m in catalog],
+                  forbidden=forbidden)
+    student = _as_float(fn) if fn is not None else None
+    c.check_cases("the warm-up (peak_lr 1e-3, 10 warm-up steps of 100, min_lr 1e-5)", student, R.lr_at, [
+        Case("step 1: the first step already learns, peak_lr / 10", (1, 1e-3, 10, 100, 1e-5)),
+        Case("step 4", (4, 1e-3, 10, 100, 1e-5)),
+        Case("step 10, the last warm-up step: peak_lr", (10, 1e-3, 10, 100, 1e-5)),
+        Case("a warm-up of 3 steps, step 2", (2, 0.5, 3, 20, 0.0), hidden=True)], **common)
+    c.check_cases("the cosine decay (the same schedule)", student, R.lr_at, [
+        Case("step 55, half way through the decay: (peak_lr + min_lr) / 2", (55, 1e-3, 10, 100, 1e-5)),
+        Case("step 11, the first step after the warm-up", (11, 1e-3, 10, 100, 1e-5)),
+        Case("step 100, the last: min_lr", (100, 1e-3, 10, 100, 1e-5)),
+        Case("step 83 of a schedule decaying to 0", (83, 3e-4, 20, 120, 0.0), hidden=True)], **common)
+    c.check_cases("after total_steps the rate stays at min_lr", student, R.lr_at, [
+        Case("step 130 of 100", (130, 1e-3, 10, 100, 1e-5)),
+        Case("step 250 of 100", (250, 1e-3, 10, 100, 1e-5), hidden=True)], **common)
+    curve = dict(common, catalog=[Mistake(m.exercise, m.key, m.diagnosis, _curve(m.impl)) for m in catalog])
+    c.check_cases("the capstone's whole schedule", _curve(fn) if fn is not None else None, _curve(R.lr_at), [
+        Case("steps 1 to 800 (index i is step i + 1): peak 2e-3, 100 warm-up steps, min_lr 4e-5",
+             CAPSTONE_SCHEDULE)], **curve)
+    return c.result()
+
+
+# -- Exercise 10.3 ---------------------------------------------------------------------------------------
+def _np_model(seed, V=11, d=8, h=2, d_ff=12, ne=1, nd=1):
+    m = Seq2Seq(vocab_size=V, d_model=d, n_heads=h, d_ff=d_ff, n_encoder_layers=ne, n_decoder_layers=nd,
+                pad_id=PAD, rng=seed)
+    _randomize(m.parameters(), _rng(1040 + seed))
+    return m
+
+
+def _make_optimizer_forbidden():
+    R = references()
+    return [R.capstone.build_optimizer, R.make_optimizer]
+
+
+@functools.cache
+def _flat_names(sizes=(11, 8, 2, 12, 1, 1)):
+    """[(name, shape, start)] of the parameters of _np_model(*, *sizes), flattened in name order."""
+    out, start = [], 0
+    for name, p in sorted(_np_model(0, *sizes).parameters().items()):
+        out.append((name, p.shape, start))
+        start += p.size
+    return out
+
+
+def _flat_name(i, sizes=(11, 8, 2, 12, 1, 1)):
+    """Entry i of the flattened parameters, as `name[index]`."""
+    for name, shape, start in reversed(_flat_names(sizes)):
+        if i >= start:
+            index = np.unravel_index(i - start, shape)
+            return f"`{name}`[{', '.join(str(int(k)) for k in index)}]"
+    return f"entry {i}"
+
+
+def _optimizer_of(fn, model, lr, weight_decay, betas):
+    """(optimizer or None, problem or '', outcome)."""
+    R = references()
+    outcome = run_student(fn, (model, lr, weight_decay, betas), forbidden=_make_optimizer_forbidden())
+    if outcome.error is not None:
+        return None, "", outcome
+    opt = outcome.value
+    if not isinstance(opt, R.torch.optim.Optimizer):
+        return None, (f"return the optimizer (a torch.optim.AdamW), got {type(opt).__name__}"
+                      + (" (did you forget `return`?)" if opt is None else "")), outcome
+    return opt, "", outcome
+
+
+def _observe_groups(fn, seed, sizes):
+    """Part 1: every parameter in the optimizer, once."""
+    R = references()
+    model = R.tm.from_numpy(_np_model(seed, *sizes))
+    opt, problem, outcome = _optimizer_of(fn, model, 0.01, 0.1, (0.8, 0.95))
+    if outcome.error is not None:
+        return ("error", type(outcome.error).__name__, str(outcome.error)), None, outcome
+    if opt is None:
+        return ("returned", problem), problem, outcome
+    held = [id(p) for group in opt.param_groups for p in group["params"]]
+    names = {id(p): n for n, p in model.named_parameters()}
+    missing = [n for i, n in names.items() if i not in held]
+    twice = sorted({names.get(i, "?") for i in held if held.count(i) > 1})
+    foreign = [i for i in held if i not in names]
+    summary = ("groups", tuple(missing), tuple(twice), len(foreign))
+    if missing:
+        return summary, (f"{len(missing)} parameters are in no group, so they are never trained: "
+                         + ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else "")), outcome
+    if twice or foreign:
+        return summary, "some parameters are listed twice, or tensors that are not the model's are listed", outcome
+    return ("ok",), "", outcome
+
+
+def _observe_decay(fn, seed, sizes, lr=0.01, weight_decay=0.1):
+    """Part 2: one step with every gradient zero. Adam's move is then 0 / (0 + eps) = 0, so only the
+    decay acts: a decayed parameter is multiplied by 1 - lr * weight_decay, the others do not move."""
+    R = references()
+    torch = R.torch
+    model = R.tm.from_numpy(_np_model(seed, *sizes))
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt, problem, outcome = _optimizer_of(fn, model, lr, weight_decay, (0.8, 0.95))
+    if outcome.error is not None:
+        return ("error", type(outcome.error).__name__, str(outcome.error)), None, outcome
+    if opt is None:
+        return ("returned", problem), problem, outcome
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    step = run_student(opt.step)
+    if step.error is not None:
+        return ("error", type(step.error).__name__, str(step.error)), None, step
+    status = {}
+    for n, p in model.named_parameters():
+        after = p.detach()
+        if torch.equal(after, before[n]):
+            status[n] = "kept"
+        elif torch.allclose(after, before[n] * (1 - lr * weight_decay), rtol=1e-12, atol=1e-15):
+            status[n] = "decayed"
         else:
-            c.record(label, True)
+            status[n] = "moved"
+    summary = ("decay", tuple(sorted(status.items())))
+    matrices = {n for n, p in model.named_parameters() if p.ndim >= 2}
+    moved = [n for n, s in status.items() if s == "moved"]
+    wrongly = [n for n, s in status.items() if s == "decayed" and n not in matrices]
+    skipped = [n for n, s in status.items() if s == "kept" and n in matrices]
+    if moved:
+        return summary, (f"with every gradient zero, {len(moved)} parameters moved by more than the decay "
+                         f"(p -> (1 - lr * weight_decay) * p), e.g. {', '.join(moved[:3])}"), outcome
+    if wrongly:
+        return summary, (f"gains or biases are decayed: {', '.join(wrongly[:4])}" + (" ..." if len(wrongly) > 4 else "")
+                         + " (with a zero gradient they shrank by the factor 1 - lr * weight_decay)"), outcome
+    if skipped:
+        return summary, f"these matrices are not decayed: {', '.join(skipped[:4])}" + (" ..." if len(skipped) > 4 else ""), outcome
+    return ("ok",), "", outcome
+
+
+def _grads(seed, params):
+    r = _rng(seed)
+    return {n: r.normal(size=p.shape) * 10.0 ** r.uniform(-2, 1) for n, p in params.items()}
+
+
+def _numpy_adamw_run(seed, sizes, lr, weight_decay, betas, steps=2):
+    """Parameters after `steps` AdamW steps with fixed random gradients, in NumPy."""
+    np_model = _np_model(seed, *sizes)
+    params = np_model.parameters()
+    opt = optim.AdamW(params, lr=lr, betas=betas, eps=1e-8, weight_decay=weight_decay)
+    for k in range(steps):
+        opt.step(_grads(100 * seed + k, params))
+    return np.concatenate([params[n].ravel() for n in sorted(params)])
+
+
+def _observe_steps(fn, seed, sizes, lr=0.02, weight_decay=0.3, betas=(0.8, 0.95)):
+    """Part 3: two steps with fixed random gradients, against NumPy's AdamW."""
+    R = references()
+    torch = R.torch
+    np_model = _np_model(seed, *sizes)
+    model = R.tm.from_numpy(np_model)
+    opt, problem, outcome = _optimizer_of(fn, model, lr, weight_decay, betas)
+    if outcome.error is not None:
+        return ("error", type(outcome.error).__name__, str(outcome.error)), None, outcome
+    if opt is None:
+        return ("returned", problem), problem, outcome
+    named = dict(model.named_parameters())
+    for k in range(2):
+        for n, g in _grads(100 * seed + k, np_model.parameters()).items():
+            named[n].grad = torch.from_numpy(g)
+        step = run_student(opt.step)
+        if step.error is not None:
+            return ("error", type(step.error).__name__, str(step.error)), None, step
+    got = np.concatenate([named[n].detach().numpy().ravel() for n in sorted(named)])
+    expected = _numpy_adamw_run(seed, sizes, lr, weight_decay, betas)
+    bad = ~np.isclose(got, expected, rtol=RTOL, atol=1e-9)
+    if np.any(bad):
+        i = int(np.argwhere(bad)[0][0])
+        problem = (f"values differ in {_flat_name(i, sizes)}: expected {expected[i]:.6g}, got {got[i]:.6g} "
+                   f"({int(bad.sum())} of {bad.size} numbers differ)")
+        return ("steps", got), f"the parameters after two steps: {problem}", outcome
+    return ("ok",), "", outcome
+
+
+@_one_thread
+def check_make_optimizer(make_optimizer=None, *, points=POINTS["10.3"], hidden=False):
+    """Exercise 10.3: AdamW with two parameter groups, weight decay on the matrices only."""
+    c = TorchChecker("10.3", "make_optimizer", points, hidden)
+    fn = c.find(make_optimizer, "make_optimizer")
+    sizes = [(11, 8, 2, 12, 1, 1)] + ([(13, 12, 3, 16, 2, 2)] if hidden else [])
+    args = [(seed, size) for seed, size in enumerate(sizes)]
+    parts = [("every parameter in the optimizer, each in one group (a model of 1 + 1 blocks)", _observe_groups, args),
+             ("weight decay on the matrices, the embedding included; none on gains and biases (one step, "
+              "every gradient zero: only the decay moves a parameter)", _observe_decay, args),
+             ("two steps equal NumPy's AdamW (lr 0.02, weight_decay 0.3, betas (0.8, 0.95), random gradients)",
+              _observe_steps, args)]
+    if fn is not None:
+        _check_parts(c, fn, parts, CATALOG["make_optimizer"])
     return c.result()
 
 
@@ -438,70 +753,499 @@ def _train_batches(seed, vocab_size):
     return out
 
 
-def _train_model(seed):
-    m = Seq2Seq(vocab_size=11, d_model=8, n_heads=2, d_ff=12, n_encoder_layers=1, n_decoder_layers=1, rng=seed)
-    _randomize(m.parameters(), _rng(1040 + seed))
-    return m
+TRAIN_SETUPS = {  # optimizer, the rates of the two steps, max_norm
+    "sgd": ("SGD", (0.5, 0.3), 1.0),
+    "sgd-unclipped": ("SGD", (0.5, 0.3), 100.0),
+    "adamw": ("AdamW", (0.01, 0.02), 1.0),
+}
+MADE_WITH_LR = 7.0  # the optimizer is made with another rate: the step must set its own
 
 
-LR = 0.5
+def _clip_numpy(grads, max_norm):
+    """torch.nn.utils.clip_grad_norm_, in NumPy: (norm before clipping); grads scaled in place."""
+    norm = float(np.sqrt(sum(np.sum(g * g) for g in grads.values())))
+    coef = min(max_norm / (norm + 1e-6), 1.0)
+    for g in grads.values():
+        g *= coef
+    return norm
 
 
-def reference_two_steps(seed, dtype="float64"):
-    """What two SGD steps of train_step must give, computed in NumPy: (loss 1, loss 2, parameters)."""
-    model = _train_model(seed)
-    losses = []
-    for src, tgt in _train_batches(seed, 11):
+def reference_two_steps(seed, setup, dtype="float64"):
+    """What two training steps must give, computed in NumPy: (loss 1, norm 1, change of the parameters
+    in step 1, loss 2, norm 2, change in step 2). Each step's change, not the new values, is compared:
+    clipping by hand without torch's 1e-6 guard (max_norm / norm) scales a change by a relative
+    1e-6 / norm, within the tolerance, which it would not be for values near 0."""
+    kind, lrs, max_norm = TRAIN_SETUPS[setup]
+    model = _np_model(seed)
+    params = model.parameters()
+    adamw = optim.AdamW(params, lr=MADE_WITH_LR, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.1) if kind == "AdamW" else None
+    out = []
+    for (src, tgt), lr in zip(_train_batches(seed, model.config.vocab_size), lrs):
         logits, cache = training.forward_with_cache(model, src, shift_right(tgt, BOS))
         loss, dlogits = softmax_cross_entropy(logits, tgt, PAD)
         grads = training.backward(model, dlogits, cache)
-        for name, p in model.parameters().items():
-            p -= LR * grads[name]
-        losses.append(loss)
-    flat = np.concatenate([p.ravel() for _, p in sorted(model.parameters().items())])
-    return np.array(losses[0]), np.array(losses[1]), flat
+        norm = _clip_numpy(grads, max_norm)
+        before = np.concatenate([params[n].ravel() for n in sorted(params)])
+        if adamw is not None:
+            adamw.step(grads, lr=lr)
+        else:
+            for name, p in params.items():
+                p -= lr * grads[name]
+        out += [np.array(loss), np.array(norm), np.concatenate([params[n].ravel() for n in sorted(params)]) - before]
+    return tuple(out)
 
 
 def _two_steps(fn):
-    """Run a train_step answer for two steps on the torch twin of the NumPy model, with SGD."""
-    def run(seed, dtype="float64"):
+    """Run a torch_train_step answer for two steps on the torch twin of the NumPy model."""
+    def run(seed, setup, dtype="float64"):
         R = references()
-        twin = R.tm.from_numpy(_train_model(seed), dtype=getattr(R.torch, dtype))
-        optimizer = R.torch.optim.SGD(twin.parameters(), lr=LR)
-        losses = []
-        for src, tgt in _train_batches(seed, 11):
-            losses.append(fn(twin, optimizer, R.torch.from_numpy(src), R.torch.from_numpy(tgt), BOS))
-        losses = [float(x.detach()) if isinstance(x, R.torch.Tensor) else x for x in losses]
-        params = dict(twin.named_parameters())
-        flat = np.concatenate([params[k].detach().double().numpy().ravel() for k in sorted(params)])
-        return np.array(losses[0], dtype=np.float64), np.array(losses[1], dtype=np.float64), flat
+        torch = R.torch
+        kind, lrs, max_norm = TRAIN_SETUPS[setup]
+        twin = R.tm.from_numpy(_np_model(seed), dtype=getattr(torch, dtype))
+        if kind == "AdamW":
+            optimizer = R.make_optimizer(twin, MADE_WITH_LR, 0.1, (0.9, 0.98))
+        else:
+            params = list(twin.parameters())
+            optimizer = torch.optim.SGD([{"params": [p for p in params if p.ndim >= 2]},
+                                         {"params": [p for p in params if p.ndim < 2]}], lr=MADE_WITH_LR)
+        out = []
+        for (src, tgt), lr in zip(_train_batches(seed, twin.config.vocab_size), lrs):
+            params = dict(twin.named_parameters())
+            before = {k: p.detach().double().clone() for k, p in params.items()}
+            result = fn(twin, optimizer, torch.from_numpy(src), torch.from_numpy(tgt), BOS, lr, max_norm)
+            if not isinstance(result, (tuple, list)) or len(result) != 2:
+                raise Returned("return two numbers, (loss, grad_norm); your function returned "
+                               + (f"{len(result)} items" if isinstance(result, (tuple, list)) else type(result).__name__)
+                               + (" (did you forget `return`?)" if result is None else ""))
+            out += [np.array(float(x), dtype=np.float64) for x in result]
+            out.append(np.concatenate([(params[k].detach().double() - before[k]).numpy().ravel() for k in sorted(params)]))
+        return tuple(out)
     return run
 
 
+def _compare_steps(got, expected, float32=False, select=range(6)):
+    """None when two runs agree, else a message. Losses and norms to the usual tolerance; each step's
+    change of the weights to the usual relative tolerance plus an absolute one of that tolerance times
+    its largest entry: the second step's gradient is computed at weights that carry the first step's
+    rounding, which for tiny entries of the change is more than rounding. `select`: the results compared."""
+    if not isinstance(got, tuple) or len(got) != len(expected):
+        return f"expected {len(expected)} results, got {got!r:.60}"
+    rtol = RTOL32 if float32 else RTOL
+    for k in select:
+        name, g, e = STEP_NAMES[k], got[k], expected[k]
+        if np.ndim(e) == 0:
+            problem = compare(g, e, float32)
+        else:
+            g, e = np.asarray(g, dtype=np.float64), np.asarray(e, dtype=np.float64)
+            if g.shape != e.shape:
+                problem = f"shape: expected {e.shape}, got {g.shape}"
+            else:
+                bad = ~(np.abs(g - e) <= rtol * np.abs(e) + rtol * np.max(np.abs(e)))
+                problem = None
+                if np.any(bad):
+                    i = int(np.argwhere(bad)[0][0])
+                    problem = (f"values differ in {_flat_name(i)}: expected {e[i]:.6g}, got {g[i]:.6g} "
+                               f"({int(bad.sum())} of {bad.size} numbers differ)")
+        if problem:
+            return f"{name}: {problem}"
+    return None
+
+
+STEP_NAMES = ("the first step's loss", "the first step's gradient norm (before clipping)",
+              "the first step's change of the weights", "the second step's loss",
+              "the second step's gradient norm", "the second step's change of the weights")
+
+
+def _check_runs(c, label, student, cases, catalog, forbidden, select=range(6)):
+    """Like Checker.check_cases, with _compare_steps (of the results in `select`) for the comparison
+    and the diagnosis."""
+    if c.stopped:
+        return False
+    for case in cases:
+        if case.hidden and not c.hidden:
+            continue
+        outcome = run_student(student, case.args, {}, forbidden)
+        c._absorb(outcome, case.label)
+        expected = reference_two_steps(*case.args)
+        if outcome.error is not None:
+            if outcome.delegated or isinstance(outcome.error, NotImplementedError):
+                c._explain_error(outcome)
+                return c.record(label, False, c.stopped)
+            diagnosis = ""
+            for m in catalog:
+                _, error = m.run(case.args, {})
+                if error is not None and type(error) is type(outcome.error) and str(error) == str(outcome.error):
+                    diagnosis = m.diagnosis
+                    break
+            message = f"[{case.label}] {c._explain_error(outcome)}"
+            diagnosis = c._once(diagnosis)
+            return c.record(label, False, message + (f"\n      Likely cause: {diagnosis}" if diagnosis else ""))
+        problem = _compare_steps(outcome.value, expected, case.float32, select)
+        if problem:
+            diagnosis = ""
+            for m in catalog:
+                value, error = m.run(case.args, {})
+                if error is None and _compare_steps(outcome.value, value, case.float32, select) is None:
+                    diagnosis = m.diagnosis
+                    break
+            diagnosis = c._once(diagnosis)
+            return c.record(label, False, f"[{case.label}] {problem}" + (f"\n      Likely cause: {diagnosis}" if diagnosis else ""))
+    return c.record(label, True)
+
+
+@_one_thread
 def check_torch_train_step(torch_train_step=None, *, points=POINTS["10.4"], hidden=False):
-    """Exercise 10.4: one teacher-forced step in torch. Two steps with plain SGD (lr 0.5) on the
-    torch twin of a NumPy model must give NumPy's losses and NumPy's updated weights, whose
-    gradients come from Lesson 7's backward pass."""
-    c = Checker("10.4", "torch_train_step", points, hidden)
+    """Exercise 10.4: set the rate, teacher forcing, loss over real tokens, zero_grad, backward, clip,
+    step. Two steps on the torch twin of a NumPy model must give NumPy's losses, gradient norms (before
+    clipping) and weight changes, whose gradients come from Lesson 7's backward pass."""
+    c = TorchChecker("10.4", "torch_train_step", points, hidden)
     fn = c.find(torch_train_step, "torch_train_step")
     R = references()
-    forbidden = [R.train_step, training.train_step]
+    forbidden = [R.train_step, training.train_step, R.capstone.loss_and_stats]
     catalog = [Mistake(m.exercise, m.key, m.diagnosis, _two_steps(m.impl)) for m in CATALOG["torch_train_step"]]
-    names = ("the first step's loss", "the second step's loss", "the weights after two steps")
     student = _two_steps(fn) if fn is not None else None
-    c.check_cases("two steps on batches with padding (float64)", student, reference_two_steps,
-                  [Case("two batches of 3 (sources of 5, targets of 4, some padded), SGD lr 0.5", (0,)),
-                   Case("two other batches, another model", (1,), hidden=True)],
-                  catalog=catalog, forbidden=forbidden, names=names)
-    c.check_cases("a float32 model", student, reference_two_steps,
-                  [Case("the same two steps in float32", (2, "float32"), float32=True)],
-                  catalog=catalog, forbidden=forbidden, names=names)
+    sgd = [Case("SGD, batches of 3 (sources of 5, targets of 4, some padded); lr 0.5 then 0.3, max_norm 1 "
+                f"(the optimizer was made with lr {MADE_WITH_LR:g})", (0, "sgd")),
+           Case("SGD, max_norm 100: nothing to clip", (0, "sgd-unclipped")),
+           Case("SGD, two other batches, another model", (1, "sgd"), hidden=True)]
+    adamw = [Case("AdamW (weight decay 0.1 on the matrices); lr 0.01 then 0.02, max_norm 1", (2, "adamw")),
+             Case("AdamW, another model", (3, "adamw"), hidden=True)]
+    common = (catalog, forbidden)
+    _check_runs(c, "the loss of each step: teacher forcing, the mean over the real target tokens (float64)",
+                student, sgd, *common, select=(0, 3))
+    _check_runs(c, "the gradient norm of each step, before clipping", student, sgd, *common, select=(1, 4))
+    _check_runs(c, "each step's change of the weights with SGD: fresh gradients, clipped, this step's rate in "
+                "every group", student, sgd, *common, select=(2, 5))
+    _check_runs(c, "two steps with AdamW, as the capstone trains", student, adamw, *common)
+    _check_runs(c, "a float32 model", student, [Case("the SGD steps in float32", (4, "sgd", "float32"), float32=True)],
+                *common)
     return c.result()
 
 
 # -- Exercise 10.5 ---------------------------------------------------------------------------------------
+def exact_match_scenarios(hidden=False):
+    """(label, sources, targets, predictions, bos_id, eos_id, max_len, {row: what it shows}) per scenario.
+
+    Predictions are what greedy decoding returns (up to and including <eos>, or max_len tokens)."""
+    E = EOS
+    first = ("six predictions against their targets (max_len 7)",
+             [[3, 4, 5], [3, 5, 4], [4, 3, 5], [4, 5, 3], [5, 3, 4], [5, 4, 3]],
+             [[3, 4, 5, E], [3, 4, 5, E], [3, 4, 5, E], [3, 4, 5, E], [6, 7, 8, 9, 10, E], [3, 4, E]],
+             [[3, 4, 5, E], [3, 4, E], [3, 4, 5, 6, E], [3, 4, 5, 6, 6, 6, 6], [6, 7, 8, 9, 10, E], [4, 4, E]],
+             BOS, EOS, 7,
+             ["right", "stops one token early (a prefix of the target, then <eos>)",
+              "one extra token before <eos>", "never says <eos> (its first tokens are right)",
+              "right, a target that fills the padded width", "the first token is wrong"])
+    cut = ("max_len 3 cuts predictions short",
+           [[3, 3], [4, 4], [5, 5]],
+           [[3, E], [3, 4, 5, 6, E], [5, 6, 7, E]],
+           [[3, E], [3, 4, 5], [5, 6, 8]],
+           BOS, EOS, 3,
+           ["right", "cut by max_len: its 3 tokens are the target's first 3 (a prefix)", "the third token is wrong"])
+    other_ids = ("other ids: <bos> 9, <eos> 10 (max_len 5)",
+                 [[3, 4], [4, 3], [5, 6], [6, 5]],
+                 [[3, 4, 10], [10], [5, 6, 7, 10], [3, 10]],
+                 [[3, 4, 10], [10], [5, 6, 7, 8, 10], [3, 4, 10]],
+                 9, 10, 5,
+                 ["right", "right: an empty sequence, just <eos>", "one extra token before <eos>",
+                  "one extra token before <eos>"])
+    return [first, cut] + ([other_ids] if hidden else [])
+
+
+def _scenario_model(scenario):
+    R = references()
+    label, sources, targets, predictions, bos_id, eos_id, max_len, _ = scenario
+    model = R.ScriptedSeq2Seq(sources, predictions, bos_id=bos_id, eos_id=eos_id)
+    width = max(len(t) for t in targets) + 1  # one column of padding more than the longest target
+    tgt = np.full((len(targets), width), PAD, dtype=np.int64)
+    for r, t in enumerate(targets):
+        tgt[r, :len(t)] = t
+    src = np.full((len(sources), max(len(s) for s in sources) + 1), PAD, dtype=np.int64)
+    for r, s in enumerate(sources):
+        src[r, :len(s)] = s
+    return model, R.torch.from_numpy(src), R.torch.from_numpy(tgt)
+
+
+def _fraction(value):
+    torch = references().torch
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return float(value)
+    if isinstance(value, (int, float, np.number)):
+        return float(value)
+    return None
+
+
+def _observe_rows(fn, index, hidden):
+    """Parts 1 and 2: the whole batch, then every row alone. (summary, problem, outcome)."""
+    R = references()
+    scenario = exact_match_scenarios(hidden)[index]
+    label, sources, targets, predictions, bos_id, eos_id, max_len, what = scenario
+    forbidden = [R.exact_match, R.capstone.exact_match, _plain(R.capstone.predict)]
+    model, src, tgt = _scenario_model(scenario)
+    model.eval()
+    right = R.exact_match(model, src, tgt, bos_id, eos_id, max_len)
+    right_rows = [R.exact_match(model, src[r:r + 1], tgt[r:r + 1], bos_id, eos_id, max_len) for r in range(len(sources))]
+    outcome = run_student(fn, (model, src.clone(), tgt.clone(), bos_id, eos_id, max_len), forbidden=forbidden)
+    if outcome.error is not None:
+        return ("error", type(outcome.error).__name__, str(outcome.error)), None, outcome
+    whole = _fraction(outcome.value)
+    if whole is None:
+        problem = (f"return the fraction of exact matches as a number, got {type(outcome.value).__name__}"
+                   + (" (did you forget `return`?)" if outcome.value is None else ""))
+        return ("returned", type(outcome.value).__name__), problem, outcome
+    rows = []
+    for r in range(len(sources)):
+        one = run_student(fn, (model, src[r:r + 1].clone(), tgt[r:r + 1].clone(), bos_id, eos_id, max_len),
+                          forbidden=forbidden)
+        if one.error is not None:
+            return ("error", type(one.error).__name__, str(one.error)), None, one
+        rows.append(_fraction(one.value))
+    summary = ("rows", np.array(whole), np.array([np.nan if x is None else x for x in rows]))
+    wrong = [r for r in range(len(sources)) if rows[r] is None or abs(rows[r] - right_rows[r]) > 1e-6]
+    if wrong:
+        said = []
+        for r in wrong[:3]:
+            if rows[r] is not None and rows[r] == 1.0:
+                said.append(f"row {r} ({what[r]}) counts as an exact match, but it is not")
+            elif rows[r] is not None and rows[r] == 0.0:
+                said.append(f"row {r} ({what[r]}) does not count, but it is an exact match")
+            else:
+                said.append(f"row {r} ({what[r]}) alone gives {rows[r]}, not {right_rows[r]:g}")
+        return summary, "evaluated one row at a time: " + "; ".join(said), outcome
+    if abs(whole - right) > 1e-6:  # a float32 mean is exact to about 1e-7
+        return summary, f"the whole batch gives {whole:.6g}, expected {right:.6g} (the fraction of rows that match)", outcome
+    return ("ok",), "", outcome
+
+
+def _observe_modes(fn, hidden, what):
+    """Parts 3 and 4: the model's mode and autograd while the answer runs it, and the mode it leaves."""
+    R = references()
+    scenario = exact_match_scenarios(hidden)[0]
+    _, _, _, _, bos_id, eos_id, max_len, _ = scenario
+    forbidden = [R.exact_match, R.capstone.exact_match, _plain(R.capstone.predict)]
+    results = []
+    for mode in (True, False):
+        model, src, tgt = _scenario_model(scenario)
+        model.train(mode)
+        outcome = run_student(fn, (model, src, tgt, bos_id, eos_id, max_len), forbidden=forbidden)
+        if outcome.error is not None:
+            return ("error", type(outcome.error).__name__, str(outcome.error)), None, outcome
+        after = {m.training for m in model.modules()}
+        results.append((model.seen, after))
+    (seen, after_train), (_, after_eval) = results
+    if what == "during":
+        training = any(t for _, t, _ in seen)
+        recording = any(g for _, _, g in seen)
+        summary = ("during", bool(seen), training, recording)
+        if not seen:
+            return summary, "your code never ran the model (call model.greedy_decode, as the docstring says)", outcome
+        if training:
+            return summary, ("given a model in training mode, your code ran it still in training mode "
+                             "(model.training was True when it was called)"), outcome
+        if recording:
+            return summary, ("your code ran the model with autograd recording (torch.is_grad_enabled() was True "
+                             "when it was called)"), outcome
+        return ("ok",), "", outcome
+    summary = ("after", tuple(sorted(after_train)), tuple(sorted(after_eval)))
+    if after_train != {True}:
+        return summary, "a model that was in training mode is left in eval mode (model.training is False afterwards)", outcome
+    if after_eval != {False}:
+        return summary, "a model that was in eval mode is left in training mode (model.training is True afterwards)", outcome
+    return ("ok",), "", outcome
+
+
+@_one_thread
+def check_exact_match(exact_match=None, *, points=POINTS["10.5"], hidden=False):
+    """Exercise 10.5: greedy-decode a batch (model.greedy_decode), count the rows whose every token up to
+    and including <eos> is right; model.eval() and torch.no_grad() meanwhile, the mode restored after."""
+    c = TorchChecker("10.5", "exact_match", points, hidden)
+    fn = c.find(exact_match, "exact_match")
+    scenarios = exact_match_scenarios(hidden)
+    parts = [(f"which rows count: {scenarios[0][0]}", _observe_rows, [(0, hidden)] + ([(2, hidden)] if hidden else [])),
+             (f"which rows count: {scenarios[1][0]}", _observe_rows, [(1, hidden)]),
+             ("model.eval() and torch.no_grad() while evaluating", _observe_modes, [(hidden, "during")]),
+             ("the model's mode restored afterwards (a model in training mode, then one in eval mode)",
+              _observe_modes, [(hidden, "after")])]
+    if fn is not None:
+        _check_parts(c, fn, parts, CATALOG["exact_match"])
+    return c.result()
+
+
+# -- Exercise 10.6 ---------------------------------------------------------------------------------------
+def _sources(seed, lengths, vocab_size):
+    """(len(lengths), max(lengths)) right-padded source ids of letters (ids >= 3)."""
+    r = _rng(seed)
+    src = np.full((len(lengths), max(lengths)), PAD, dtype=np.int64)
+    for b, n in enumerate(lengths):
+        src[b, :n] = r.integers(3, vocab_size, size=n)
+    return src
+
+
+@functools.cache
+def decode_models():
+    """The NumPy models the decoding checks use (their torch twins hold the same weights). A random model
+    rarely says <eos>; a larger <eos> embedding row makes these end some rows, at different steps."""
+    def ending(seed, boost, **sizes):
+        model = random_model(seed, embedding_scale=0.3, weight_scale=3.0, **sizes)
+        model.embedding[EOS] *= boost
+        return model
+
+    likes_specials = random_model(61, embedding_scale=0.3, weight_scale=3.0)
+    likes_specials.embedding[[PAD, BOS]] *= 2.0
+    return {
+        "wild": ending(236, 1.5),
+        "two-blocks": ending(337, 2.0, vocab_size=11, d_model=12, n_heads=3, n_layers=2),
+        "likes-specials": likes_specials,
+        "counted": random_model(53, n_layers=2),
+    }
+
+
+def _dates_model():
+    R = references()
+    model, _ = R.capstone.load_weights(dtype=R.torch.float64)
+    return model
+
+
+def decode_cases():
+    return {
+        "batch": [
+            Case("3 padded sources (lengths 4, 2, 5), a random model: two rows end at different steps, "
+                 "one runs to max_len 8", ("wild", (236, [4, 2, 5]), 8)),
+            Case("4 sources, two blocks each side, max_len 6: two rows end, two are cut by max_len",
+                 ("two-blocks", (337, [2, 6, 4, 1]), 6)),
+            Case("one source, max_len 1", ("wild", (3, [5]), 1), hidden=True)],
+        "specials": [
+            Case("2 sources, a random model that favours <bos> and <pad> (both must be banned)",
+                 ("likes-specials", (8, [4, 3]), 6))],
+        "float32": [
+            Case("the model of the first case in float32", ("wild", (236, [4, 2, 5]), 8, "float32"))],
+        "dates": [
+            Case("the trained capstone model: 4 dates in different formats",
+                 ("dates", ["2 Dec 2026", "Wednesday, 2 December 2026", "1999/03/11", "the 1st of march, 2001"], 11),
+                 hidden=True)],
+    }
+
+
+def _decode_inputs(model_name, sources, max_len, dtype="float64"):
+    """(NumPy model, torch twin, src (B, n) ids, max_len)."""
+    R = references()
+    if model_name == "dates":
+        from .. import dates
+        twin = _dates_model()
+        src = dates.pad_batch([dates.encode(s) for s in sources])
+        return R.tm.to_numpy(twin), twin, src, max_len
+    np_model = decode_models()[model_name]
+    twin = R.tm.from_numpy(np_model, dtype=getattr(R.torch, dtype)).eval()
+    return np_model, twin, _sources(*sources, np_model.config.vocab_size), max_len
+
+
+def _decoded(fn):
+    """Run a greedy_decode_cached answer on one case: its tokens as a NumPy array."""
+    def run(model_name, sources, max_len, dtype="float64"):
+        R = references()
+        _, twin, src, max_len = _decode_inputs(model_name, sources, max_len, dtype)
+        return fn(twin, R.torch.from_numpy(src), BOS, EOS, max_len)
+    return run
+
+
+def _reference_decoded(model_name, sources, max_len, dtype="float64"):
+    np_model, _, src, max_len = _decode_inputs(model_name, sources, max_len)
+    return decoding.greedy_decode(np_model, src, BOS, EOS, max_len, use_cache=False)
+
+
+def _plain(f):
+    """The function under a decorator (torch.no_grad() wraps every function in one shared code object)."""
+    return getattr(f, "__wrapped__", f)
+
+
+def _decode_forbidden():
+    R = references()
+    return [_plain(R.tm.Seq2Seq.greedy_decode), decoding.greedy_decode, decoding.decode_step,
+            _plain(R.capstone.predict), R.greedy_decode_cached, R.cached_logits, R.decoder_step]
+
+
+def count_weight_rows(fn, model_name="counted", sources=(7, [4, 2, 5]), max_len=6):
+    """Run a decoder on the torch twin of `model_name` while counting the rows each watched weight
+    multiplies. Returns (outcome, counts {label: rows}, B, n, steps generated)."""
+    R = references()
+    _, twin, src, max_len = _decode_inputs(model_name, sources, max_len)
+    weights = {("encoder", 0, "W_q"): twin.encoder[0].self_attn.W_q}
+    for i, block in enumerate(twin.decoder):
+        weights[("self", i, "W_q")] = block.self_attn.W_q
+        weights[("self", i, "W_k")] = block.self_attn.W_k
+        weights[("cross", i, "W_k")] = block.cross_attn.W_k
+    counter = R.WeightRows(weights, twin.config.d_model)
+    with counter:
+        outcome = run_student(fn, (twin, R.torch.from_numpy(src), BOS, EOS, max_len), forbidden=_decode_forbidden())
+    value = _to_numpy(outcome.value)
+    steps = np.shape(value)[-1] if outcome.error is None and np.ndim(value) == 2 else max_len
+    return outcome, counter.rows, src.shape[0], src.shape[1], steps
+
+
+def _observe_cache(fn, what):
+    """Parts 5 and 6: (summary, problem, outcome) from the rows the watched weights multiplied."""
+    outcome, rows, B, n, steps = count_weight_rows(fn)
+    if outcome.error is not None:
+        return ("error", type(outcome.error).__name__, str(outcome.error)), None, outcome
+    blocks = sorted({i for kind, i, _ in rows if kind != "encoder"})
+    self_q = max(rows[("self", i, "W_q")] for i in blocks)
+    self_k = max(rows[("self", i, "W_k")] for i in blocks)
+    cross_k = max(rows[("cross", i, "W_k")] for i in blocks)
+    encoder = rows[("encoder", 0, "W_q")]
+    tokens = f"while generating {steps} tokens for {B} sequences"
+    if what == "self":
+        summary = ("self", self_q > B * (steps + 1), self_k > B * (steps + 1))
+        if self_q > B * (steps + 1):
+            return summary, (f"a decoder block's self-attention computed queries for {self_q} positions {tokens}: "
+                             f"with the cache, each step feeds one new position per sequence ({B * steps} in all)"), outcome
+        if self_k > B * (steps + 1):
+            return summary, (f"a decoder block's self-attention computed keys for {self_k} positions {tokens} "
+                             f"({B * steps} would do): the keys and values of past positions are recomputed at "
+                             "every step. Keep them in the cache: each step computes K and V for the new token "
+                             "only and appends them."), outcome
+        if self_q == 0:
+            return summary, "the decoder blocks' self-attention weights were never used", outcome
+        return ("ok",), "", outcome
+    summary = ("once", encoder > B * n, cross_k > B * n, self_q > B * (steps + 1))  # the last tells the causes apart
+    if encoder > B * n:
+        return summary, (f"the encoder processed {encoder} source positions {tokens} ({B} sources of {n} positions: "
+                         f"{B * n} once would do). Encode once, before the loop."), outcome
+    if cross_k > B * n:
+        return summary, (f"cross-attention's keys were computed for {cross_k} encoder positions per block {tokens} "
+                         f"({B} sources of {n} positions: {B * n} once would do)"), outcome
+    return ("ok",), "", outcome
+
+
+@_one_thread
+def check_greedy_decode_cached(greedy_decode_cached=None, *, points=POINTS["10.6"], hidden=False):
+    """Exercise 10.6: batched greedy decoding with a KV cache, in torch: exactly the tokens of greedy
+    decoding without a cache (the NumPy reference, same weights); the encoder and cross-attention's
+    keys and values computed once; one new position per step through every decoder block."""
+    c = TorchChecker("10.6", "greedy_decode_cached", points, hidden)
+    fn = c.find(greedy_decode_cached, "greedy_decode_cached")
+    mistakes = CATALOG["greedy_decode_cached"]
+    cases = decode_cases()
+    common = dict(catalog=[Mistake(m.exercise, m.key, m.diagnosis, _decoded(m.impl)) for m in mistakes],
+                  forbidden=_decode_forbidden(), postprocess=_to_numpy)
+    student = _decoded(fn) if fn is not None else None
+    c.check_cases("a batch: the same tokens as greedy decoding without a cache (float64)", student,
+                  _reference_decoded, cases["batch"], **common)
+    c.check_cases("<bos> and <pad> are never chosen", student, _reference_decoded, cases["specials"], **common)
+    c.check_cases("a float32 model", student, _reference_decoded, cases["float32"], **common)
+    if hidden:
+        c.check_cases("a trained model", student, _reference_decoded, cases["dates"], **common)
+    parts = [("the cache is used: one new position per step through every decoder block (3 sources, 2 blocks, "
+              "max_len 6)", _observe_cache, [("self",)]),
+             ("the encoder and cross-attention's keys and values computed once, before the first step",
+              _observe_cache, [("once",)])]
+    if fn is not None and not c.stopped:
+        _check_parts(c, fn, parts, mistakes)
+    return c.result()
+
+
+# -- Exercise 10.7 ---------------------------------------------------------------------------------------
 DDP_STEP_ORDER = Ordering(
-    "10.5", "one data-parallel training step, in order", "ddp_step_order",
+    "10.7", "one data-parallel training step, in order", "ddp_step_order",
     steps=[
         Step("every process builds the step's global batch from the step number",
              "Every process must agree on the batch before any of them can take its share, so the same "
@@ -526,29 +1270,49 @@ DDP_STEP_ORDER = Ordering(
 )
 
 
-def check_ddp_step_order(ddp_step_order=None, *, points=POINTS["10.5"]):
-    """Exercise 10.5: all or nothing."""
+def check_ddp_step_order(ddp_step_order=None, *, points=POINTS["10.7"]):
+    """Exercise 10.7: all or nothing."""
     return DDP_STEP_ORDER.check(ddp_step_order, points)
 
 
 ORDERINGS = [DDP_STEP_ORDER]
 
 
+# -- for the notebook's demonstrations ----------------------------------------------------------------
+def cached_logits(model, src, tgt_in):
+    """Teacher forcing through a KV cache (the course's own cached step): tgt_in (B, m) fed one column per
+    step, the logits of every step stacked, (B, m, V). For comparing with model(src, tgt_in)."""
+    return references().cached_logits(model, src, tgt_in)
+
+
+def yours_or_ours(number, answer):
+    """The student's answer to exercise `number` when its visible test passes, else the course's
+    reference (with a note), so that a demonstration runs before the exercise is done. Grades nothing."""
+    exercise = next(e for e in _exercises() if e.number == number)
+    if answer is not None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            score = exercise.checker(answer, points=exercise.points, hidden=False)
+        if score == exercise.points:
+            print(f"(using your {exercise.name}: its test passes)")
+            return answer
+    print(f"(your {exercise.name} does not pass its test yet, so the course's own stands in for it here)")
+    return exercise.reference
+
+
 @functools.cache
 def _exercises():
     R = references()
     return [
-        Exercise("10.1", "TorchMultiHeadAttention", check_multi_head_attention, POINTS["10.1"], R.MultiHeadAttention,
-                 method="forward", cell="multi_head_attention"),
-        Exercise("10.2", "TorchDecoderBlock", check_decoder_block, POINTS["10.2"], R.DecoderBlock,
-                 method="forward", cell="decoder_block"),
-        Exercise("10.3", "load_numpy_parameters", check_load_numpy_parameters, POINTS["10.3"],
-                 R.tm.load_numpy_parameters),
+        Exercise("10.1", "load_numpy_parameters", check_load_numpy_parameters, POINTS["10.1"], R.tm.load_numpy_parameters),
+        Exercise("10.2", "lr_at", check_lr_at, POINTS["10.2"], R.lr_at),
+        Exercise("10.3", "make_optimizer", check_make_optimizer, POINTS["10.3"], R.make_optimizer),
         Exercise("10.4", "torch_train_step", check_torch_train_step, POINTS["10.4"], R.train_step),
+        Exercise("10.5", "exact_match", check_exact_match, POINTS["10.5"], R.exact_match),
+        Exercise("10.6", "greedy_decode_cached", check_greedy_decode_cached, POINTS["10.6"], R.greedy_decode_cached),
     ]
 
 
 def __getattr__(name):
-    if name == "EXERCISES":  # built on first access: it holds torch classes
+    if name == "EXERCISES":  # built on first access: it holds torch functions
         return _exercises()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

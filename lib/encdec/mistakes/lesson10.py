@@ -1,10 +1,11 @@
-"""Lesson 10: the model in PyTorch. Multi-head attention and the decoder block (torch methods),
-the weight transfer from NumPy, one torch training step.
+"""Lesson 10: the capstone in PyTorch. The weight transfer from NumPy, the warm-up + cosine schedule,
+AdamW's parameter groups, one training step with clipping, exact-match evaluation, and greedy decoding
+with a KV cache.
 
-Written with tensor methods only (x.softmax, x.transpose, ...), and `import torch` inside the few
-functions that need the module itself: every grading kernel imports all the catalogs at start-up,
-and only this lesson should pay for importing torch. Helpers that stand in for given code carry a
-trailing underscore (`rms_norm_`), so that pasting a mistake into a notebook never replaces the
+Written with tensor methods, and `import torch` inside the functions that need the module itself:
+every grading kernel imports all the catalogs at start-up, and only this lesson should pay for
+importing torch. Helpers that stand in for code the notebook gives carry a trailing underscore
+(`rms_norm_`, `attend_`, `embed_at_`), so that pasting a mistake into a notebook never replaces the
 student's own function of the plain name.
 """
 
@@ -13,189 +14,43 @@ import math
 from . import mistake
 
 
+# -- what the notebook gives (section 10.9), for tensors -------------------------------------------------
 def rms_norm_(x, gamma, eps=1e-6):
-    """The lesson's given RMSNorm, for tensors: x / sqrt(mean(x^2) + eps) * gamma."""
+    """x / sqrt(mean(x^2) + eps) * gamma over the last axis."""
     return x * (x.pow(2).mean(dim=-1, keepdim=True) + eps).rsqrt() * gamma
 
 
-def _split(x, n_heads):
+def split_heads_(x, n_heads):
     """(..., T, d_model) -> (..., h, T, d_k)."""
     *lead, T, d = x.shape
     return x.reshape(*lead, T, n_heads, d // n_heads).transpose(-2, -3)
 
 
-def _merge(x):
+def merge_heads_(x):
     """(..., h, T, d_k) -> (..., T, h * d_k)."""
     x = x.transpose(-2, -3)
     return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
 
 
-# -- Exercise 10.1 TorchMultiHeadAttention.forward ------------------------------------------------------------
-@mistake("TorchMultiHeadAttention", "reshape_without_transpose",
-         "the heads are split with a reshape alone, x.reshape(..., h, T, d_k), which cuts the flat "
-         "(T * d_model) numbers of each sequence into h blocks: a head then holds slices of several "
-         "positions. Reshape to (..., T, h, d_k) first, then swap the two middle axes with "
-         ".transpose(-2, -3) to get (..., h, T, d_k).")
-def forward(self, query_input, key_value_input=None, mask=None):
-    kv = query_input if key_value_input is None else key_value_input
-    h, d_k = self.n_heads, self.d_k
-
-    def split(x):
-        *lead, T, _ = x.shape
-        return x.reshape(*lead, h, T, d_k)
-
-    Q, K, V = split(query_input @ self.W_q), split(kv @ self.W_k), split(kv @ self.W_v)
-    scores = Q @ K.transpose(-1, -2) / math.sqrt(d_k)
+def attend_(Q, K, V, mask=None):
+    """softmax(Q K^T / sqrt(d_k) + mask) V for every head: (..., h, m, d_k) over (..., h, n, d_k)."""
+    scores = Q @ K.transpose(-1, -2) / math.sqrt(Q.shape[-1])
     if mask is not None:
         scores = scores + mask
-    weights = scores.softmax(dim=-1)
-    return _merge(weights @ V) @ self.W_o, weights
+    return scores.softmax(dim=-1) @ V
 
 
-@mistake("TorchMultiHeadAttention", "no_scaling",
-         "the scores are not divided by sqrt(d_k). Q K^T grows with the head width d_k, and unscaled "
-         "scores push the softmax towards one-hot weights: scores = Q @ K.transpose(-1, -2) / math.sqrt(d_k).")
-def forward(self, query_input, key_value_input=None, mask=None):  # noqa: F811
-    kv = query_input if key_value_input is None else key_value_input
-    Q, K, V = (_split(t, self.n_heads) for t in (query_input @ self.W_q, kv @ self.W_k, kv @ self.W_v))
-    scores = Q @ K.transpose(-1, -2)
-    if mask is not None:
-        scores = scores + mask
-    weights = scores.softmax(dim=-1)
-    return _merge(weights @ V) @ self.W_o, weights
+def embed_at_(model, tokens, position):
+    """One token per sequence, tokens (B,), embedded at `position`: (B, 1, d_model)."""
+    import torch
+    from encdec.layers import sinusoidal_positions
+    d = model.config.d_model
+    x = model.embedding[tokens[:, None]] * math.sqrt(d)
+    pe = torch.from_numpy(sinusoidal_positions(position + 1, d)[position])
+    return x + pe.to(device=x.device, dtype=x.dtype)
 
 
-@mistake("TorchMultiHeadAttention", "softmax_over_queries",
-         "the softmax runs over dim=-2, the queries. Each query's weights over the keys must sum to 1: "
-         "softmax over the last dimension, scores.softmax(dim=-1).")
-def forward(self, query_input, key_value_input=None, mask=None):  # noqa: F811
-    kv = query_input if key_value_input is None else key_value_input
-    Q, K, V = (_split(t, self.n_heads) for t in (query_input @ self.W_q, kv @ self.W_k, kv @ self.W_v))
-    scores = Q @ K.transpose(-1, -2) / math.sqrt(self.d_k)
-    if mask is not None:
-        scores = scores + mask
-    weights = scores.softmax(dim=-2)
-    return _merge(weights @ V) @ self.W_o, weights
-
-
-@mistake("TorchMultiHeadAttention", "transpose_last_two_of_everything",
-         "K.T on a tensor of more than two dimensions reverses all its axes (and is deprecated for "
-         "that reason), so batched keys come out in the wrong order. Swap only the last two: "
-         "K.transpose(-1, -2), or K.mT.")
-def forward(self, query_input, key_value_input=None, mask=None):  # noqa: F811
-    kv = query_input if key_value_input is None else key_value_input
-    Q, K, V = (_split(t, self.n_heads) for t in (query_input @ self.W_q, kv @ self.W_k, kv @ self.W_v))
-    K_t = K.permute(*reversed(range(K.dim())))
-    scores = Q @ K_t / math.sqrt(self.d_k)
-    if mask is not None:
-        scores = scores + mask
-    weights = scores.softmax(dim=-1)
-    return _merge(weights @ V) @ self.W_o, weights
-
-
-@mistake("TorchMultiHeadAttention", "mask_ignored",
-         "the mask is never applied, so queries see future or padded keys. Add it to the scores "
-         "before the softmax: scores = scores + mask (it holds 0 where visible and -inf where hidden).")
-def forward(self, query_input, key_value_input=None, mask=None):  # noqa: F811
-    kv = query_input if key_value_input is None else key_value_input
-    Q, K, V = (_split(t, self.n_heads) for t in (query_input @ self.W_q, kv @ self.W_k, kv @ self.W_v))
-    weights = (Q @ K.transpose(-1, -2) / math.sqrt(self.d_k)).softmax(dim=-1)
-    return _merge(weights @ V) @ self.W_o, weights
-
-
-@mistake("TorchMultiHeadAttention", "key_value_input_ignored",
-         "keys and values are always computed from query_input, so cross-attention attends over the "
-         "decoder's own positions instead of the encoder output. Use key_value_input for K and V when "
-         "it is given (self-attention is the case key_value_input is None).")
-def forward(self, query_input, key_value_input=None, mask=None):  # noqa: F811
-    x = query_input
-    Q, K, V = (_split(t, self.n_heads) for t in (x @ self.W_q, x @ self.W_k, x @ self.W_v))
-    scores = Q @ K.transpose(-1, -2) / math.sqrt(self.d_k)
-    if mask is not None:
-        scores = scores + mask
-    weights = scores.softmax(dim=-1)
-    return _merge(weights @ V) @ self.W_o, weights
-
-
-@mistake("TorchMultiHeadAttention", "no_output_projection",
-         "the merged heads are returned without the output projection. Multi-head attention ends "
-         "with W_o: return merge_heads(weights @ V) @ self.W_o.")
-def forward(self, query_input, key_value_input=None, mask=None):  # noqa: F811
-    kv = query_input if key_value_input is None else key_value_input
-    Q, K, V = (_split(t, self.n_heads) for t in (query_input @ self.W_q, kv @ self.W_k, kv @ self.W_v))
-    scores = Q @ K.transpose(-1, -2) / math.sqrt(self.d_k)
-    if mask is not None:
-        scores = scores + mask
-    weights = scores.softmax(dim=-1)
-    return _merge(weights @ V), weights
-
-
-# -- Exercise 10.2 TorchDecoderBlock.forward ----------------------------------------------------------------
-@mistake("TorchDecoderBlock", "post_norm",
-         "this is the post-norm block of 2017: x = rms_norm(x + sublayer(x)). The course's block is "
-         "pre-norm: each sublayer reads a normalised copy, x = x + sublayer(rms_norm(x, gamma)), and x "
-         "itself is never normalised inside the block.")
-def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
-    x = rms_norm_(x + self.self_attn(x, mask=self_attn_mask)[0], self.norm1_gamma)
-    out, weights = self.cross_attn(x, encoder_output, mask=cross_attn_mask)
-    x = rms_norm_(x + out, self.norm2_gamma)
-    return rms_norm_(x + self.ffn(x), self.norm3_gamma), weights
-
-
-@mistake("TorchDecoderBlock", "cross_before_self",
-         "cross-attention runs before self-attention. A decoder position first gathers what the "
-         "target so far says (causal self-attention), then looks up the source with that query "
-         "(cross-attention), then the feed-forward network: self -> cross -> FFN.")
-def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
-    out, weights = self.cross_attn(rms_norm_(x, self.norm2_gamma), encoder_output, mask=cross_attn_mask)
-    x = x + out
-    x = x + self.self_attn(rms_norm_(x, self.norm1_gamma), mask=self_attn_mask)[0]
-    return x + self.ffn(rms_norm_(x, self.norm3_gamma)), weights
-
-
-@mistake("TorchDecoderBlock", "keys_from_decoder",
-         "cross-attention reads its keys and values from the decoder states. They come from the "
-         "encoder output: self.cross_attn(rms_norm(x, self.norm2_gamma), encoder_output, mask=cross_attn_mask).")
-def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
-    x = x + self.self_attn(rms_norm_(x, self.norm1_gamma), mask=self_attn_mask)[0]
-    h = rms_norm_(x, self.norm2_gamma)
-    out, weights = self.cross_attn(h, h)
-    x = x + out
-    return x + self.ffn(rms_norm_(x, self.norm3_gamma)), weights
-
-
-@mistake("TorchDecoderBlock", "masks_swapped",
-         "the two masks are swapped: self-attention got the source padding mask (so every position "
-         "sees the future) and cross-attention the causal mask. self_attn_mask goes to self-attention, "
-         "cross_attn_mask to cross-attention.")
-def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
-    x = x + self.self_attn(rms_norm_(x, self.norm1_gamma), mask=cross_attn_mask)[0]
-    out, weights = self.cross_attn(rms_norm_(x, self.norm2_gamma), encoder_output, mask=self_attn_mask)
-    x = x + out
-    return x + self.ffn(rms_norm_(x, self.norm3_gamma)), weights
-
-
-@mistake("TorchDecoderBlock", "one_norm_for_all",
-         "every sublayer is normalised with norm1_gamma. Each sublayer has its own [LEARNED] gain: "
-         "norm1_gamma before self-attention, norm2_gamma before cross-attention, norm3_gamma before the FFN.")
-def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
-    x = x + self.self_attn(rms_norm_(x, self.norm1_gamma), mask=self_attn_mask)[0]
-    out, weights = self.cross_attn(rms_norm_(x, self.norm1_gamma), encoder_output, mask=cross_attn_mask)
-    x = x + out
-    return x + self.ffn(rms_norm_(x, self.norm1_gamma)), weights
-
-
-@mistake("TorchDecoderBlock", "self_attention_weights_returned",
-         "the block returns the self-attention weights (m x m). It must return the cross-attention "
-         "weights (..., h, m, n), the alignment between target and source positions.")
-def forward(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
-    out, weights = self.self_attn(rms_norm_(x, self.norm1_gamma), mask=self_attn_mask)
-    x = x + out
-    x = x + self.cross_attn(rms_norm_(x, self.norm2_gamma), encoder_output, mask=cross_attn_mask)[0]
-    return x + self.ffn(rms_norm_(x, self.norm3_gamma)), weights
-
-
-# -- Exercise 10.3 load_numpy_parameters -------------------------------------------------------------------
+# -- Exercise 10.1 load_numpy_parameters -------------------------------------------------------------------
 @mistake("load_numpy_parameters", "transposed",
          "the matrices are transposed on the way in, as if they were nn.Linear weights. nn.Linear "
          "stores (d_out, d_in) and computes x @ W.T; the course stores every W as (d_in, d_out) and "
@@ -276,7 +131,134 @@ def load_numpy_parameters(module, params):  # noqa: F811
     return module
 
 
-# -- Exercise 10.4 torch_train_step -------------------------------------------------------------------------------
+# -- Exercise 10.2 lr_at ---------------------------------------------------------------------------------------
+@mistake("lr_at", "one_step_late",
+         "the schedule is one step late: step 1 gets the rate of a step 0, which is 0, so the first "
+         "update does nothing, and the peak comes one step after warmup_steps. Steps count from 1 here: "
+         "the warm-up is peak_lr * step / warmup_steps, which reaches peak_lr exactly at step = warmup_steps.")
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
+    step = step - 1
+    if step <= warmup_steps:
+        return peak_lr * step / warmup_steps
+    progress = min((step - warmup_steps) / (total_steps - warmup_steps), 1.0)
+    return min_lr + 0.5 * (peak_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+@mistake("lr_at", "one_step_early",
+         "the warm-up is one step early, as if steps counted from 0: step 1 already gets 2 * peak_lr / "
+         "warmup_steps, and the last warm-up step overshoots the peak. Steps count from 1 here: the "
+         "warm-up is peak_lr * step / warmup_steps, which reaches peak_lr exactly at step = warmup_steps.")
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):  # noqa: F811
+    if step <= warmup_steps:
+        return peak_lr * (step + 1) / warmup_steps
+    progress = min((step - warmup_steps) / (total_steps - warmup_steps), 1.0)
+    return min_lr + 0.5 * (peak_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+@mistake("lr_at", "cosine_without_half",
+         "the decay uses cos(pi * progress) alone, which runs from 1 down to -1: half way through the "
+         "decay the rate is already min_lr, and then it goes below it (negative rates make training "
+         "climb the loss). The cosine schedule is min_lr + (peak_lr - min_lr) * (1 + cos(pi * progress)) / 2, "
+         "which runs from peak_lr to min_lr.")
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):  # noqa: F811
+    if step <= warmup_steps:
+        return peak_lr * step / warmup_steps
+    progress = min((step - warmup_steps) / (total_steps - warmup_steps), 1.0)
+    return min_lr + (peak_lr - min_lr) * math.cos(math.pi * progress)
+
+
+@mistake("lr_at", "decay_from_step_zero",
+         "the cosine's progress is counted from step 0 (step / total_steps), not from the end of the "
+         "warm-up, so the rate drops below peak_lr the moment the warm-up ends. Count the decay's "
+         "progress from the end of the warm-up: (step - warmup_steps) / (total_steps - warmup_steps).")
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):  # noqa: F811
+    if step <= warmup_steps:
+        return peak_lr * step / warmup_steps
+    progress = min(step / total_steps, 1.0)
+    return min_lr + 0.5 * (peak_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+@mistake("lr_at", "min_lr_ignored",
+         "the decay ends at 0, not at min_lr: min_lr never enters the formula. Decay the distance "
+         "between the peak and the floor, min_lr + (peak_lr - min_lr) * (1 + cos(pi * progress)) / 2.")
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):  # noqa: F811
+    if step <= warmup_steps:
+        return peak_lr * step / warmup_steps
+    progress = min((step - warmup_steps) / (total_steps - warmup_steps), 1.0)
+    return 0.5 * peak_lr * (1 + math.cos(math.pi * progress))
+
+
+@mistake("lr_at", "no_clamp_after_the_end",
+         "after total_steps the cosine keeps going and the rate climbs back up towards peak_lr. Clamp "
+         "the progress at 1, so that every step after the end gets min_lr.")
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):  # noqa: F811
+    if step <= warmup_steps:
+        return peak_lr * step / warmup_steps
+    progress = (step - warmup_steps) / (total_steps - warmup_steps)
+    return min_lr + 0.5 * (peak_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+# -- Exercise 10.3 make_optimizer ----------------------------------------------------------------------------
+@mistake("make_optimizer", "decay_everything",
+         "weight decay is applied to every parameter, the RMSNorm gains and the FFN biases too. Decay "
+         "pulls a parameter towards 0 at every step. That is meant for the weight matrices, to keep them "
+         "small; a gain's neutral value is 1, not 0, and the biases are a few numbers that are left alone "
+         "too (as encdec.capstone does). Make two parameter groups: the matrices (p.ndim >= 2, the "
+         "embedding included) with weight_decay, the gains and biases with 0.")
+def make_optimizer(model, lr, weight_decay, betas):
+    import torch
+    return torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, weight_decay=weight_decay)
+
+
+@mistake("make_optimizer", "adam_with_l2",
+         "torch.optim.Adam(weight_decay=...) is not AdamW: it adds weight_decay * p to the gradient "
+         "(an L2 penalty), which then goes through Adam's normalisation, so a parameter with a zero "
+         "gradient still moves by about lr. AdamW decays the weights directly, p -= lr * weight_decay * p, "
+         "apart from the gradient: use torch.optim.AdamW.")
+def make_optimizer(model, lr, weight_decay, betas):  # noqa: F811
+    import torch
+    params = list(model.parameters())
+    return torch.optim.Adam([{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+                             {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}], lr=lr, betas=betas)
+
+
+@mistake("make_optimizer", "embedding_not_decayed",
+         "the embedding is left out of the decayed group (a rule by name, such as decaying only the "
+         "parameters called W..., misses it). The embedding is a matrix too (V x d_model, and the tied "
+         "output head as well): decay exactly the parameters with p.ndim >= 2.")
+def make_optimizer(model, lr, weight_decay, betas):  # noqa: F811
+    import torch
+    named = list(model.named_parameters())
+    decay = [p for n, p in named if n.split(".")[-1].startswith("W")]
+    rest = [p for n, p in named if not n.split(".")[-1].startswith("W")]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": rest, "weight_decay": 0.0}], lr=lr, betas=betas)
+
+
+@mistake("make_optimizer", "biases_decayed",
+         "the FFN biases (b1, b2) are decayed with the matrices: only the gains were left out. Decay is "
+         "meant for the weight matrices; biases, like gains, are 1-D vectors that are left out of it (as "
+         "encdec.capstone does): decay exactly the parameters with p.ndim >= 2.")
+def make_optimizer(model, lr, weight_decay, betas):  # noqa: F811
+    import torch
+    named = list(model.named_parameters())
+    decay = [p for n, p in named if "gamma" not in n]
+    rest = [p for n, p in named if "gamma" in n]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": rest, "weight_decay": 0.0}], lr=lr, betas=betas)
+
+
+@mistake("make_optimizer", "betas_ignored",
+         "the betas are not passed on, so AdamW uses its defaults (0.9, 0.999): the running average "
+         "of the squared gradient forgets much more slowly than asked. Pass betas=betas.")
+def make_optimizer(model, lr, weight_decay, betas):  # noqa: F811
+    import torch
+    params = list(model.parameters())
+    return torch.optim.AdamW([{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+                              {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}], lr=lr)
+
+
+# -- Exercise 10.4 torch_train_step ------------------------------------------------------------------------------
 def _loss(logits, targets, pad_id):
     """Mean cross-entropy over the non-pad target positions (what F.cross_entropy(ignore_index=pad) gives)."""
     logp = logits.log_softmax(dim=-1).gather(-1, targets[..., None]).squeeze(-1)  # (B, m)
@@ -290,62 +272,440 @@ def _shift_right(targets, bos_id):
     return tgt_in
 
 
-@mistake("torch_train_step", "no_shift",
-         "the decoder reads the targets themselves, so position t sees the very token it must "
-         "predict and learns to copy it. Teacher forcing feeds the targets shifted right: <bos> "
-         "first, the last token dropped (tgt_in = shift_right(tgt)).")
-def torch_train_step(model, optimizer, src, tgt, bos_id):
-    loss = _loss(model(src, tgt), tgt, model.config.pad_id)
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    return loss.item()
-
-
-@mistake("torch_train_step", "pads_counted",
-         "the loss counts the pad positions as if they were tokens to predict. Average over the real "
-         "target tokens only: F.cross_entropy(..., ignore_index=pad_id), or mask the pads out and "
-         "divide by their number.")
-def torch_train_step(model, optimizer, src, tgt, bos_id):  # noqa: F811
-    logits = model(src, _shift_right(tgt, bos_id))
-    loss = -logits.log_softmax(dim=-1).gather(-1, tgt[..., None]).mean()
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
-    return loss.item()
+def _set_lr(optimizer, lr):
+    for group in optimizer.param_groups:
+        group["lr"] = lr
 
 
 @mistake("torch_train_step", "no_zero_grad",
          "the gradients are never zeroed: torch adds each backward pass's gradients to what .grad "
-         "already holds, so the second step also applies the first step's gradient. Call "
-         "optimizer.zero_grad() before loss.backward().")
-def torch_train_step(model, optimizer, src, tgt, bos_id):  # noqa: F811
+         "already holds, so the second step's gradient (and its norm) still contains the first one. "
+         "Call optimizer.zero_grad() before loss.backward().")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):
+    import torch
+    _set_lr(optimizer, lr)
     loss = _loss(model(src, _shift_right(tgt, bos_id)), tgt, model.config.pad_id)
     loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
     optimizer.step()
-    return loss.item()
+    return loss.item(), norm.item()
 
 
-@mistake("torch_train_step", "zero_grad_after_backward",
-         "optimizer.zero_grad() runs between loss.backward() and optimizer.step(), so it wipes the "
-         "gradients just computed and the step changes nothing. The order is zero_grad, backward, step.")
-def torch_train_step(model, optimizer, src, tgt, bos_id):  # noqa: F811
+@mistake("torch_train_step", "clip_after_step",
+         "the gradients are clipped after optimizer.step(), when the update has already used them: "
+         "clipping then changes nothing. Clip between loss.backward() and optimizer.step().")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    _set_lr(optimizer, lr)
     loss = _loss(model(src, _shift_right(tgt, bos_id)), tgt, model.config.pad_id)
-    loss.backward()
     optimizer.zero_grad()
+    loss.backward()
     optimizer.step()
-    return loss.item()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    return loss.item(), norm.item()
 
 
-@mistake("torch_train_step", "summed_loss",
-         "the loss is the sum over the target tokens, not their mean, so the gradient (and the size "
-         "of every step) grows with the batch. Divide by the number of non-pad target tokens "
-         "(F.cross_entropy's default reduction='mean' with ignore_index does it).")
-def torch_train_step(model, optimizer, src, tgt, bos_id):  # noqa: F811
+@mistake("torch_train_step", "norm_after_clipping",
+         "the gradient norm is measured after clipping, so it never exceeds max_norm and cannot show a "
+         "gradient spike. Return the norm before clipping: torch.nn.utils.clip_grad_norm_ returns "
+         "exactly that.")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    _set_lr(optimizer, lr)
+    loss = _loss(model(src, _shift_right(tgt, bos_id)), tgt, model.config.pad_id)
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    norm = torch.sqrt(sum((p.grad ** 2).sum() for p in model.parameters()))
+    optimizer.step()
+    return loss.item(), norm.item()
+
+
+@mistake("torch_train_step", "no_shift",
+         "the decoder reads the targets themselves, so position t sees the very token it must "
+         "predict and learns to copy it. Teacher forcing feeds the targets shifted right: <bos> "
+         "first, the last token dropped.")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    _set_lr(optimizer, lr)
+    loss = _loss(model(src, tgt), tgt, model.config.pad_id)
+    optimizer.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item(), norm.item()
+
+
+@mistake("torch_train_step", "pads_counted",
+         "the loss is averaged over the pad positions too, as if they were tokens to predict. Average "
+         "over the real target tokens only: F.cross_entropy(..., ignore_index=pad_id), or mask the pads "
+         "out and divide by their number.")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    _set_lr(optimizer, lr)
     logits = model(src, _shift_right(tgt, bos_id))
-    keep = tgt != model.config.pad_id
-    loss = -(logits.log_softmax(dim=-1).gather(-1, tgt[..., None]).squeeze(-1) * keep).sum()
+    loss = -logits.log_softmax(dim=-1).gather(-1, tgt[..., None]).mean()
     optimizer.zero_grad()
     loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
     optimizer.step()
-    return loss.item()
+    return loss.item(), norm.item()
+
+
+@mistake("torch_train_step", "lr_in_first_group_only",
+         "the learning rate is set in optimizer.param_groups[0] only: the other group (the gains and "
+         "biases, without weight decay) keeps the rate it was made with. Set group['lr'] = lr in every "
+         "group of optimizer.param_groups.")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    optimizer.param_groups[0]["lr"] = lr
+    loss = _loss(model(src, _shift_right(tgt, bos_id)), tgt, model.config.pad_id)
+    optimizer.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item(), norm.item()
+
+
+@mistake("torch_train_step", "lr_not_set",
+         "the learning rate of this step is never given to the optimizer, so every step uses the rate "
+         "it was made with and the schedule does nothing. Before optimizer.step(), set group['lr'] = lr "
+         "in every group of optimizer.param_groups.")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    loss = _loss(model(src, _shift_right(tgt, bos_id)), tgt, model.config.pad_id)
+    optimizer.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item(), norm.item()
+
+
+# -- Exercise 10.5 exact_match -------------------------------------------------------------------------------------
+def _padded(tokens, width, pad):
+    """(B, L) -> (B, width): cut, or padded on the right with pad."""
+    import torch
+    if tokens.shape[1] >= width:
+        return tokens[:, :width]
+    return torch.cat([tokens, tokens.new_full((tokens.shape[0], width - tokens.shape[1]), pad)], dim=1)
+
+
+def _decoded(model, src, bos_id, eos_id, max_len):
+    import torch
+    with torch.no_grad():
+        return model.greedy_decode(src, bos_id, eos_id, max_len)
+
+
+@mistake("exact_match", "token_accuracy",
+         "this is token accuracy, the fraction of target tokens predicted right, not exact match. A "
+         "sequence is one answer: it counts 1 only when every one of its tokens, up to and including "
+         "<eos>, is right, and 0 otherwise; exact match is the fraction of such sequences.")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):
+    was_training = model.training
+    model.eval()
+    pred = _decoded(model, src, bos_id, eos_id, max_len)
+    model.train(was_training)
+    pad = model.config.pad_id
+    pred = _padded(pred, tgt.shape[1], pad)
+    real = tgt != pad
+    return ((pred == tgt) & real).sum().item() / real.sum().item()
+
+
+@mistake("exact_match", "eos_not_compared",
+         "only the tokens before the target's <eos> are compared, so a prediction that goes on past "
+         "the end (an extra token, or no <eos> at all) still counts. <eos> is part of the answer: "
+         "compare every position up to and including the target's <eos>.")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    was_training = model.training
+    model.eval()
+    pred = _decoded(model, src, bos_id, eos_id, max_len)
+    model.train(was_training)
+    pad = model.config.pad_id
+    pred = _padded(pred, tgt.shape[1], pad)
+    compared = (tgt != pad) & (tgt != eos_id)
+    return ((pred == tgt) | ~compared).all(dim=1).float().mean().item()
+
+
+@mistake("exact_match", "prefix_counts",
+         "positions where the prediction holds a pad are skipped, so a prediction cut short (a prefix "
+         "of the target, stopped by max_len before its <eos>) counts as a match. Skip the pads of the "
+         "target, not of the prediction: every target token up to and including <eos> must be matched.")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    was_training = model.training
+    model.eval()
+    pred = _decoded(model, src, bos_id, eos_id, max_len)
+    model.train(was_training)
+    pad = model.config.pad_id
+    width = max(pred.shape[1], tgt.shape[1])
+    pred, target = _padded(pred, width, pad), _padded(tgt, width, pad)
+    return ((pred == target) | (pred == pad)).all(dim=1).float().mean().item()
+
+
+@mistake("exact_match", "no_eval",
+         "the model is evaluated in training mode: model.eval() is never called, so dropout (when the "
+         "model has any) keeps dropping activations and the score is noisy and too low. Call "
+         "model.eval() before evaluating (and restore the previous mode afterwards).")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    pad = model.config.pad_id
+    with torch.no_grad():
+        pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+    width = max(pred.shape[1], tgt.shape[1])
+    return (_padded(pred, width, pad) == _padded(tgt, width, pad)).all(dim=1).float().mean().item()
+
+
+@mistake("exact_match", "mode_not_restored",
+         "the model is left in eval mode after evaluating. Evaluation runs in the middle of training, "
+         "and the training steps after it would then run without dropout. Remember model.training "
+         "before model.eval(), and put it back at the end: model.train(was_training).")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    pad = model.config.pad_id
+    model.eval()
+    with torch.no_grad():
+        pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+    width = max(pred.shape[1], tgt.shape[1])
+    return (_padded(pred, width, pad) == _padded(tgt, width, pad)).all(dim=1).float().mean().item()
+
+
+@mistake("exact_match", "train_after",
+         "the model is put in training mode at the end, whatever mode it was in: evaluating a model "
+         "that was in eval mode switches it to training mode. Restore the mode it had: "
+         "was_training = model.training before model.eval(), model.train(was_training) at the end.")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    pad = model.config.pad_id
+    model.eval()
+    with torch.no_grad():
+        pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+    model.train()
+    width = max(pred.shape[1], tgt.shape[1])
+    return (_padded(pred, width, pad) == _padded(tgt, width, pad)).all(dim=1).float().mean().item()
+
+
+@mistake("exact_match", "no_no_grad",
+         "the model runs with autograd recording: torch.no_grad() is missing. Evaluation trains "
+         "nothing, so there is no reason to build the graph of every operation (it costs memory and "
+         "time); evaluate inside `with torch.no_grad():`.")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    pad = model.config.pad_id
+    was_training = model.training
+    model.eval()
+    pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+    model.train(was_training)
+    width = max(pred.shape[1], tgt.shape[1])
+    return (_padded(pred, width, pad) == _padded(tgt, width, pad)).all(dim=1).float().mean().item()
+
+
+# -- Exercise 10.6 greedy_decode_cached ----------------------------------------------------------------------------
+def _cross_kv(model, H_enc):
+    """Every decoder block's cross-attention keys and values, (B, h, n, d_k) each."""
+    h = model.config.n_heads
+    return [(split_heads_(H_enc @ b.cross_attn.W_k, h), split_heads_(H_enc @ b.cross_attn.W_v, h))
+            for b in model.decoder]
+
+
+def _blocks(model, x, cache, cross, src_mask, keep_past=True):
+    """Every decoder block on the newest position x (B, 1, d_model); cache[i] holds block i's self-attention
+    [K, V] (B, h, t, d_k). Returns the logits of the new position, (B, V)."""
+    import torch
+    h, eps = model.config.n_heads, model.config.eps
+    for i, b in enumerate(model.decoder):
+        a = rms_norm_(x, b.norm1_gamma, eps)
+        K, V = split_heads_(a @ b.self_attn.W_k, h), split_heads_(a @ b.self_attn.W_v, h)
+        if keep_past and cache[i] is not None:
+            K, V = torch.cat([cache[i][0], K], dim=-2), torch.cat([cache[i][1], V], dim=-2)
+        cache[i] = (K, V)
+        x = x + merge_heads_(attend_(split_heads_(a @ b.self_attn.W_q, h), K, V)) @ b.self_attn.W_o
+        a = rms_norm_(x, b.norm2_gamma, eps)
+        x = x + merge_heads_(attend_(split_heads_(a @ b.cross_attn.W_q, h), *cross[i], src_mask)) @ b.cross_attn.W_o
+        x = x + b.ffn(rms_norm_(x, b.norm3_gamma, eps))
+    return (rms_norm_(x, model.decoder_norm_gamma, eps) @ model.embedding.T)[:, 0]
+
+
+def _banned_argmax(logits, ids):
+    logits = logits.clone()
+    logits[:, ids] = float("-inf")
+    return logits.argmax(dim=-1)
+
+
+@mistake("greedy_decode_cached", "recompute_prefix",
+         "the decoder runs over the whole prefix at every step (model.decode on <bos> y1 ... y_t), so "
+         "nothing is cached: step t pushes t positions through every block, about L^2/2 in all. Feed "
+         "only the newest token, at its position, and keep each block's self-attention K and V in a "
+         "cache that grows by one row per step.")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):
+    import torch
+    pad, B = model.config.pad_id, src.shape[0]
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        tgt_in = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for _ in range(max_len):
+            token = _banned_argmax(model.decode(tgt_in, H_enc, src_mask)[:, -1], [pad, bos_id])
+            token = torch.where(done, pad, token)
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+            tgt_in = torch.cat([tgt_in, token[:, None]], dim=1)
+        return torch.stack(out, dim=1)
+
+
+@mistake("greedy_decode_cached", "cross_kv_every_step",
+         "cross-attention's keys and values are computed again at every step, from an encoder output "
+         "that never changes while decoding. Compute H_enc @ W_k and H_enc @ W_v of every decoder "
+         "block once, before the loop, and reuse them at every step.")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    pad, B = model.config.pad_id, src.shape[0]
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        cache = [None] * len(model.decoder)
+        token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for t in range(max_len):
+            logits = _blocks(model, embed_at_(model, token, t), cache, _cross_kv(model, H_enc), src_mask)
+            token = torch.where(done, pad, _banned_argmax(logits, [pad, bos_id]))
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+        return torch.stack(out, dim=1)
+
+
+@mistake("greedy_decode_cached", "positions_not_offset",
+         "every new token is embedded at position 0 (model.embed(token[:, None]) puts a sequence of "
+         "one token at position 0), so the decoder cannot tell the steps apart. The newest token sits "
+         "at position t, the number of tokens fed before it: embed_at(model, token, t).")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    pad, B = model.config.pad_id, src.shape[0]
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        cross, cache = _cross_kv(model, H_enc), [None] * len(model.decoder)
+        token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for _ in range(max_len):
+            logits = _blocks(model, model.embed(token[:, None]), cache, cross, src_mask)
+            token = torch.where(done, pad, _banned_argmax(logits, [pad, bos_id]))
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+        return torch.stack(out, dim=1)
+
+
+@mistake("greedy_decode_cached", "cache_not_extended",
+         "the self-attention cache is overwritten with the newest token's K and V instead of growing, "
+         "so the new token attends to itself alone and forgets everything generated before. Append "
+         "the new row: K = torch.cat([K_cache, K_new], dim=-2), and the same for V.")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    pad, B = model.config.pad_id, src.shape[0]
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        cross, cache = _cross_kv(model, H_enc), [None] * len(model.decoder)
+        token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for t in range(max_len):
+            logits = _blocks(model, embed_at_(model, token, t), cache, cross, src_mask, keep_past=False)
+            token = torch.where(done, pad, _banned_argmax(logits, [pad, bos_id]))
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+        return torch.stack(out, dim=1)
+
+
+@mistake("greedy_decode_cached", "stops_at_first_eos",
+         "the whole batch stops as soon as one sequence says <eos>, cutting the others short. A "
+         "finished row only gets pads from then on; stop the loop when every row has finished "
+         "(done.all()), or after max_len steps.")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    pad, B = model.config.pad_id, src.shape[0]
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        cross, cache = _cross_kv(model, H_enc), [None] * len(model.decoder)
+        token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+        out = []
+        for t in range(max_len):
+            token = _banned_argmax(_blocks(model, embed_at_(model, token, t), cache, cross, src_mask), [pad, bos_id])
+            out.append(token)
+            if bool((token == eos_id).any()):
+                break
+        return torch.stack(out, dim=1)
+
+
+@mistake("greedy_decode_cached", "finished_not_padded",
+         "a row that has said <eos> keeps generating: the tokens after its <eos> are whatever the model "
+         "says next, not pads. Keep a `done` flag per row and write pad_id for finished rows: "
+         "token = torch.where(done, pad_id, token).")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    pad, B = model.config.pad_id, src.shape[0]
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        cross, cache = _cross_kv(model, H_enc), [None] * len(model.decoder)
+        token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for t in range(max_len):
+            token = _banned_argmax(_blocks(model, embed_at_(model, token, t), cache, cross, src_mask), [pad, bos_id])
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+        return torch.stack(out, dim=1)
+
+
+@mistake("greedy_decode_cached", "specials_not_banned",
+         "<bos> and <pad> are not banned, so the decoder may choose them as the next token. Neither "
+         "is ever a real output: set their logits to -inf before the argmax, as greedy decoding does.")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    pad, B = model.config.pad_id, src.shape[0]
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        cross, cache = _cross_kv(model, H_enc), [None] * len(model.decoder)
+        token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for t in range(max_len):
+            token = torch.where(done, pad, _blocks(model, embed_at_(model, token, t), cache, cross, src_mask).argmax(-1))
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+        return torch.stack(out, dim=1)
+
+
+@mistake("greedy_decode_cached", "float64_positions",
+         "a tensor made in float64 (here the positions: torch.from_numpy or torch.tensor of a NumPy array "
+         "is float64) meets the weights of a float32 model, and torch refuses to mix the two in a matrix "
+         "product. Make new tensors in the model's own dtype and device: .to(model.embedding.dtype), or "
+         "use the given embed_at.")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    import torch
+    from encdec.layers import sinusoidal_positions
+    pad, B = model.config.pad_id, src.shape[0]
+    pe = torch.from_numpy(sinusoidal_positions(max_len, model.config.d_model))  # float64, whatever the model
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        cross, cache = _cross_kv(model, H_enc), [None] * len(model.decoder)
+        token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for t in range(max_len):
+            x = (model.embedding[token] * math.sqrt(model.config.d_model) + pe[t])[:, None]
+            token = torch.where(done, pad, _banned_argmax(_blocks(model, x, cache, cross, src_mask), [pad, bos_id]))
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+        return torch.stack(out, dim=1)

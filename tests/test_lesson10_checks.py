@@ -1,0 +1,171 @@
+"""Lesson 10's checkers test what they claim to test: the decoding cases end rows at different steps
+and have no near ties, clipping is active where the labels say so, the scripted model of the
+exact-match check decodes to its script, the row counter counts what a KV cache saves, and the
+demonstrations' fallback works. (tests/test_checkers.py proves every catalog entry and variant.)"""
+
+import contextlib
+import io
+
+import numpy as np
+import pytest
+import torch
+
+from encdec import decoding
+from encdec.checks import lesson10 as L
+from variants.lesson10 import ALTERNATIVES
+
+pytestmark = pytest.mark.lesson10
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _all_decode_cases():
+    return [case for cases in L.decode_cases().values() for case in cases]
+
+
+def _greedy_with_margins(np_model, src, max_len):
+    """Greedy tokens (uncached NumPy reference) and the smallest gap between the two best allowed
+    logits at any step a row is still generating."""
+    out = decoding.greedy_decode(np_model, src, L.BOS, L.EOS, max_len, use_cache=False)
+    H, mask = np_model.encode(src)
+    tgt_in = np.concatenate([np.full((src.shape[0], 1), L.BOS), out[:, :-1]], axis=1)
+    logits = np_model.decode(tgt_in, H, mask)
+    logits[..., [L.PAD, L.BOS]] = -np.inf
+    top = np.sort(logits, axis=-1)
+    live = np.concatenate([np.ones((src.shape[0], 1), bool), np.cumsum(out == L.EOS, axis=1)[:, :-1] == 0], axis=1)
+    return out, float((top[..., -1] - top[..., -2])[live].min())
+
+
+@pytest.mark.parametrize("case", _all_decode_cases(), ids=lambda c: c.label[:40])
+def test_decoding_cases_have_no_near_ties(case):
+    """A gap of 1e-3 is far above float32 rounding: the float32 case must give the float64 tokens."""
+    np_model, _, src, max_len = L._decode_inputs(*case.args[:3])
+    _, gap = _greedy_with_margins(np_model, src, max_len)
+    assert gap > 1e-3
+
+
+def test_decoding_batches_end_rows_at_different_steps_and_cut_others():
+    for case in L.decode_cases()["batch"][:2]:
+        np_model, _, src, max_len = L._decode_inputs(*case.args[:3])
+        out, _ = _greedy_with_margins(np_model, src, max_len)
+        ends = [int(np.argmax(row == L.EOS)) if (row == L.EOS).any() else None for row in out]
+        finished = [e for e in ends if e is not None]
+        assert len(set(finished)) >= 2, ends  # rows end at different steps
+        assert None in ends and out.shape[1] == max_len, ends  # some row runs to max_len
+
+
+def test_the_specials_case_needs_the_ban():
+    case = L.decode_cases()["specials"][0]
+    np_model, _, src, max_len = L._decode_inputs(*case.args[:3])
+    out, _ = _greedy_with_margins(np_model, src, max_len)
+    H, mask = np_model.encode(src)
+    tgt_in = np.concatenate([np.full((src.shape[0], 1), L.BOS), out[:, :-1]], axis=1)
+    unbanned = np_model.decode(tgt_in, H, mask).argmax(axis=-1)
+    assert np.isin(unbanned, [L.PAD, L.BOS]).any()
+
+
+@pytest.mark.parametrize("setup,clipped", [("sgd", True), ("adamw", True), ("sgd-unclipped", False)])
+def test_clipping_is_active_where_the_cases_say(setup, clipped):
+    for seed in range(5):
+        loss1, norm1, _, loss2, norm2, _ = L.reference_two_steps(seed, setup)
+        max_norm = L.TRAIN_SETUPS[setup][2]
+        assert (norm1 > max_norm and norm2 > max_norm) == clipped
+
+
+def test_hand_written_clipping_differs_from_torchs_yet_passes():
+    """The variant clips with max_norm / norm, torch with max_norm / (norm + 1e-6): not the same
+    numbers, and still full marks (the comparison of each step's change allows for it)."""
+    hand, torch_style = ALTERNATIVES["torch_train_step"]
+    a, b = L._two_steps(hand)(0, "sgd"), L._two_steps(torch_style)(0, "sgd")
+    assert not np.array_equal(a[2], b[2])
+    assert L._compare_steps(a, b) is None
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_the_scripted_model_decodes_to_its_script(index):
+    scenario = L.exact_match_scenarios(hidden=True)[index]
+    _, sources, targets, predictions, bos_id, eos_id, max_len, what = scenario
+    model, src, tgt = L._scenario_model(scenario)
+    pred = model.greedy_decode(src, bos_id, eos_id, max_len).tolist()
+    for row, script in zip(pred, predictions):
+        assert row[:len(script)] == script and all(t == L.PAD for t in row[len(script):])
+    assert len(what) == len(sources) == len(targets)
+    right = [L.references().exact_match(model, src[r:r + 1], tgt[r:r + 1], bos_id, eos_id, max_len)
+             for r in range(len(sources))]
+    assert right == [1.0 if w.startswith("right") else 0.0 for w in what]
+
+
+def test_the_scripted_model_sees_the_mode_it_is_called_in():
+    model, src, tgt = L._scenario_model(L.exact_match_scenarios()[0])
+    model.train()
+    with torch.no_grad():
+        model.greedy_decode(src, L.BOS, L.EOS, 7)
+    model.eval()
+    model(src, tgt)
+    assert model.seen == [("greedy_decode", True, False), ("forward", False, True)]
+
+
+def test_the_row_counter_counts_one_position_per_step_with_the_cache_and_the_prefix_without():
+    cached, rows, B, n, steps = L.count_weight_rows(ALTERNATIVES["greedy_decode_cached"][0])
+    assert cached.error is None and steps == 6
+    assert rows[("encoder", 0, "W_q")] == B * n
+    for i in range(2):
+        assert rows[("self", i, "W_q")] == rows[("self", i, "W_k")] == B * steps
+        assert rows[("cross", i, "W_k")] == B * n
+
+    def uncached(model, src, bos_id, eos_id, max_len):  # the whole prefix through model.decode at every step
+        with torch.no_grad():
+            H_enc, src_mask = model.encode(src)
+            tgt_in = torch.full((src.shape[0], 1), bos_id)
+            for _ in range(max_len):
+                logits = model.decode(tgt_in, H_enc, src_mask)[:, -1]
+                logits[:, [L.PAD, bos_id]] = -torch.inf
+                tgt_in = torch.cat([tgt_in, logits.argmax(-1, keepdim=True)], dim=1)
+            return tgt_in[:, 1:]
+    outcome, rows, B, n, steps = L.count_weight_rows(uncached)
+    assert outcome.error is None and steps == 6
+    assert rows[("self", 0, "W_q")] == B * steps * (steps + 1) // 2
+    assert rows[("cross", 0, "W_k")] == B * n * steps
+
+
+def test_cached_logits_equal_the_full_decoders_in_float64():
+    np_model, twin, src, _ = L._decode_inputs("two-blocks", (337, [2, 6, 4, 1]), 6)
+    tgt_in = torch.from_numpy(np.array([[1, 3, 4, 5, 6], [1, 7, 7, 2, 8], [1, 3, 3, 3, 3], [1, 9, 8, 7, 6]]))
+    with torch.no_grad():
+        full = twin(torch.from_numpy(src), tgt_in)
+    np.testing.assert_allclose(L.cached_logits(twin, torch.from_numpy(src), tgt_in), full, rtol=0, atol=1e-12)
+
+
+def test_demonstrations_fall_back_to_the_course_answer_until_the_test_passes():
+    exercise = next(e for e in L.EXERCISES if e.number == "10.6")
+    right = ALTERNATIVES["greedy_decode_cached"][0]
+
+    def unwritten(*args):
+        raise NotImplementedError()
+
+    for answer, expected in ((None, exercise.reference), (unwritten, exercise.reference), (right, right)):
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert L.yours_or_ours("10.6", answer) is expected
+        assert ("using your" in out.getvalue()) == (expected is right)
+
+
+def test_the_cached_decoders_use_the_models_norm_constant():
+    """Every RMSNorm of the model uses ModelConfig.eps: a large one changes the tokens, and the course's
+    cached decoder and the variants follow it."""
+    import dataclasses
+    from encdec import Seq2Seq
+    from encdec import torch_model as tm
+    base = L.decode_models()["two-blocks"]
+    np_model = Seq2Seq(dataclasses.replace(base.config, eps=0.5), rng=0).load_parameters(base.parameters())
+    src = L._sources(337, [2, 6, 4, 1], base.config.vocab_size)
+    expected = decoding.greedy_decode(np_model, src, L.BOS, L.EOS, 6, use_cache=False)
+    assert not np.array_equal(expected, decoding.greedy_decode(base, src, L.BOS, L.EOS, 6, use_cache=False))
+    twin = tm.from_numpy(np_model).eval()
+    for decode in [L.references().greedy_decode_cached] + ALTERNATIVES["greedy_decode_cached"]:
+        np.testing.assert_array_equal(decode(twin, torch.from_numpy(src), L.BOS, L.EOS, 6).numpy(), expected)
