@@ -73,8 +73,37 @@ def test_every_lesson_renders_for_a_student(page, lab, lesson):
     assert re.match(rf"Lesson {int(lesson[:2])}\b", title), f"{lesson}: title is {title!r} (see {path})"
     stubs = page.locator(".jp-CodeCell .jp-InputArea-editor", has_text="raise NotImplementedError()")
     assert stubs.count() >= 3, f"{lesson}: only {stubs.count()} exercise stubs visible (see {path})"
+    the_diagrams_are_drawn(page, lesson, path)
+    a_self_check_opens_on_click(page, lesson)
     no_error_dialogs(page, lesson)
     assert not page.console_errors, f"{lesson}: browser console errors {page.console_errors[:5]} (see {path})"
+
+
+def the_diagrams_are_drawn(page, lesson, path):
+    """The course map first, then every figure of the lesson: loaded (not a broken image), with alt text."""
+    figures = page.locator(".jp-MarkdownCell img[src*='figures/']")
+    assert figures.count() >= 1, f"{lesson}: no diagram in the page (see {path})"
+    first = figures.first
+    assert "course_map_" in (first.get_attribute("src") or ""), f"{lesson}: the course map does not open the lesson"
+    for i in range(figures.count()):
+        img = figures.nth(i)
+        img.scroll_into_view_if_needed()
+        wait_until(page, lambda: img.evaluate("e => e.complete && e.naturalWidth > 0"), timeout=15)
+        assert img.evaluate("e => e.naturalWidth > 300"), f"{lesson}: {img.get_attribute('src')} did not load"
+        assert len((img.get_attribute("alt") or "").split()) >= 8, f"{lesson}: {img.get_attribute('src')} has no alt text"
+
+
+def a_self_check_opens_on_click(page, lesson):
+    """The answers are folded in <details>: hidden until the student asks for them."""
+    details = page.locator(".jp-MarkdownCell details")
+    assert details.count() >= 3, f"{lesson}: {details.count()} self-check answers found"
+    first = details.first
+    first.scroll_into_view_if_needed()
+    assert first.evaluate("e => !e.open"), f"{lesson}: a self-check answer is shown before it is asked for"
+    first.locator("summary").click()
+    assert wait_until(page, lambda: first.evaluate("e => e.open")), f"{lesson}: the answer does not open"
+    shot(page, f"self-check-{lesson}")
+    assert len(first.inner_text().split()) > 12, f"{lesson}: the opened answer is empty"
 
 
 @pytest.mark.parametrize("lesson", RUN_ALL)
