@@ -169,3 +169,28 @@ def test_the_cached_decoders_use_the_models_norm_constant():
     twin = tm.from_numpy(np_model).eval()
     for decode in [L.references().greedy_decode_cached] + ALTERNATIVES["greedy_decode_cached"]:
         np.testing.assert_array_equal(decode(twin, torch.from_numpy(src), L.BOS, L.EOS, 6).numpy(), expected)
+
+
+def test_the_ddp_order_clips_the_averaged_gradients_before_the_step():
+    """Clipping sits between the all-reduce and the optimizer step, as encdec.capstone.train does it:
+    clipping the local gradients before the average, or after the update, is refused with its reason."""
+    order = L.DDP_STEP_ORDER
+    texts = [order.text(n) for n in order.answer]
+    reduce_at, clip_at, step_at = (next(i for i, t in enumerate(texts) if t.startswith(w))
+                                   for w in ("all-reduce", "clip the averaged", "optimizer step"))
+    assert reduce_at + 1 == clip_at == step_at - 1
+    assert run_check(order.answer) == 1.0
+    before_average = list(order.answer)
+    before_average[reduce_at], before_average[clip_at] = before_average[clip_at], before_average[reduce_at]
+    score, text = run_check(before_average, text=True)
+    assert score == 0 and "each process would scale its own gradients by its own factor" in text
+    after_step = list(order.answer)
+    after_step[clip_at], after_step[step_at] = after_step[step_at], after_step[clip_at]
+    score, text = run_check(after_step, text=True)
+    assert score == 0 and "The update uses the averaged, clipped gradients" in text
+
+
+def run_check(answer, text=False):
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        score = L.check_ddp_step_order(answer, points=1)
+    return (score, out.getvalue()) if text else score

@@ -1259,14 +1259,20 @@ DDP_STEP_ORDER = Ordering(
         Step("backward pass: each process's gradients of its own loss",
              "Backpropagation needs the loss, so it comes after the forward pass; it produces the local "
              "gradients the processes then average."),
-        Step("all-reduce: DDP averages every gradient over the processes",
-             "Only gradients that exist can be averaged: DDP starts each all-reduce as soon as the "
-             "backward pass has produced that gradient, and the update must wait for the average."),
+        Step("all-reduce: DDP averages every gradient over the processes (started bucket by bucket during "
+             "the backward pass, complete when it returns)",
+             "Only gradients that exist can be averaged: DDP starts each bucket's all-reduce as soon as the "
+             "backward pass has produced its gradients, and clipping and the update must wait for the average."),
+        Step("clip the averaged gradients by their global norm, the same on every process",
+             "Clipping must see the gradients the update will use, the averaged ones: their norm is the same "
+             "on every process, so every process scales by the same factor. Clipped before the average, each "
+             "process would scale its own gradients by its own factor, and the update would no longer be "
+             "the clipped gradient of the global batch."),
         Step("optimizer step, the same update on every process, so the weights stay identical",
-             "The update uses the averaged gradients; applied to identical weights, it leaves every "
+             "The update uses the averaged, clipped gradients; applied to identical weights, it leaves every "
              "process with the same model for the next step."),
     ],
-    shown=[4, 2, 0, 5, 1, 3],
+    shown=[4, 2, 0, 6, 1, 5, 3],
 )
 
 

@@ -1,4 +1,4 @@
-"""Ordering exercises: put the steps of a mechanism in the order a token meets them.
+"""Ordering exercises: put the steps of a mechanism in the order they happen.
 
 The graded answer is plain code, a list of the step numbers as the notebook shows them, e.g.
 `block_order = [4, 1, 3, 5, 2]`. The same feedback is offered instantly by an ipywidgets
@@ -70,7 +70,7 @@ class Ordering:
             return False, f"use each step number 1..{N} exactly once: " + "; ".join(problems)
         ranks = [self.shown[n - 1] for n in numbers]  # canonical index of each chosen step
         if ranks == list(range(N)):
-            return True, "this is the order a token meets them."
+            return True, "this is the order in which the steps happen."
         pos = next(i for i, r in enumerate(ranks) if r != i)
         early, due = ranks[pos], pos  # step `early` sits where step `due` belongs
         return False, (f"step {self.number(early)} (\"{self.steps[early].text}\") comes too early: "

@@ -249,8 +249,10 @@ def make_optimizer(model, lr, weight_decay, betas):  # noqa: F811
 
 
 @mistake("make_optimizer", "betas_ignored",
-         "the betas are not passed on, so AdamW uses its defaults (0.9, 0.999): the running average "
-         "of the squared gradient forgets much more slowly than asked. Pass betas=betas.")
+         "the betas are not passed on, so AdamW uses its defaults (0.9, 0.999), not the rates asked for: "
+         "its running averages of the gradient and of its square forget at other speeds (with the "
+         "capstone's (0.9, 0.98), the average of the squared gradient would forget far more slowly). "
+         "Pass betas=betas.")
 def make_optimizer(model, lr, weight_decay, betas):  # noqa: F811
     import torch
     params = list(model.parameters())
