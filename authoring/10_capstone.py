@@ -1048,8 +1048,7 @@ else:
 # Here are the steps of one data-parallel training step, as every process runs them, shuffled. Put them
 # in order.
 #
-# 1. all-reduce: DDP averages every gradient over the processes (started bucket by bucket during the
-#    backward pass, complete when it returns)
+# 1. all-reduce: DDP averages every gradient over the processes (started bucket by bucket during the backward pass, complete when it returns)
 # 2. forward pass and loss on the slice, scaled so that the average over processes is the global mean
 # 3. every process builds the step's global batch from the step number
 # 4. optimizer step, the same update on every process, so the weights stay identical
