@@ -3,7 +3,10 @@ of the three implementations (NumPy float64, torch on the CPU, torch on CUDA).""
 
 import dataclasses
 import datetime as dt
+import importlib
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,6 +14,7 @@ import torch
 
 import encdec
 from encdec import capstone, dates
+from encdec.capstone import parity
 from encdec import torch_model as tm
 from conftest import randomize
 
@@ -142,7 +146,7 @@ def test_numpy_float64_matches_torch_float64_to_1e_9(random_twin, one_thread):
 def test_numpy_torch_parity_detects_a_lossy_weight_transfer(random_twin, monkeypatch):
     lossy = tm.numpy_parameters(random_twin)
     lossy["decoder.1.cross_attn.W_v"][0, 0] += 1e-6
-    monkeypatch.setattr(capstone, "to_numpy", lambda m: encdec.Seq2Seq(m.config).load_parameters(lossy))
+    monkeypatch.setattr(parity, "to_numpy", lambda m: encdec.Seq2Seq(m.config).load_parameters(lossy))
     result = capstone.numpy_torch_parity(random_twin, dates.examples("test", n=8))
     assert not result["passed"] and result["max_abs_diff_logits"] > 1e-9
 
@@ -181,6 +185,37 @@ def test_shipped_checkpoint_is_trained_and_numpy_agrees_with_it(one_thread):
     assert accuracy >= 0.99 and meta["summary"]["test_exact_match"] >= 0.99
     result = capstone.numpy_torch_parity(model, dates.examples("test", n=16))
     assert result["passed"] and result["greedy_identical"]
+
+
+# -- the package -----------------------------------------------------------------------------------------
+def test_parity_module_imports_without_the_training_loop():
+    """Lesson 10 and `make bench` use the parity report on trained weights: it must not need the loop."""
+    code = ("import sys, encdec.capstone.parity; "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('encdec.capstone'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    assert "encdec.capstone.parity" in loaded
+    assert not loaded & {"encdec.capstone.training", "encdec.capstone.checkpoints", "encdec.capstone.report",
+                         "encdec.capstone.cli"}, loaded
+
+
+USED_FROM_OUTSIDE = {  # by Lesson 10, its checker, bench/ and the tests, as encdec.capstone.<name>
+    "BF16_TOLERANCE", "DEFAULT", "NUMPY_TORCH_TOLERANCE", "PRETRAINED", "Processes", "SMOKE", "bf16_report",
+    "build_model", "build_optimizer", "config_from_args", "device_name", "device_parity", "evaluate_and_report",
+    "exact_match", "global_batch", "learning_rate", "load_weights", "loss_and_stats", "main",
+    "numpy_torch_parity", "parity_report", "parse_args", "predict", "tf32_disabled", "train"}
+
+
+def test_every_public_name_is_a_name_of_the_package():
+    assert USED_FROM_OUTSIDE <= set(capstone.__all__), USED_FROM_OUTSIDE - set(capstone.__all__)
+    for name in capstone.__all__:
+        home = importlib.import_module(f"encdec.capstone.{capstone._MODULE_OF[name]}")
+        assert getattr(capstone, name) is getattr(home, name), name
+    assert capstone.train is capstone.training.train and capstone.parity_report is parity.parity_report
+    assert capstone.dates is dates
+    with pytest.raises(AttributeError, match="no attribute 'trian'"):
+        capstone.trian
 
 
 # -- the training script ---------------------------------------------------------------------------------

@@ -1,0 +1,7 @@
+"""`python -m encdec.capstone` (also under torchrun): see encdec.capstone.cli."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
