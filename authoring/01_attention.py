@@ -118,7 +118,7 @@ np.set_printoptions(precision=4, suppress=True)
 # </details>
 
 # %% [markdown]
-# ### Exercise 1.1 — `softmax(x, axis=-1)` (3 points)
+# ### Exercise 1.1 — `softmax(x, axis=-1)`
 #
 # Write a stable softmax along `axis`. Use `keepdims=True` so the row maxima and sums broadcast
 # back against `x`.
@@ -139,15 +139,7 @@ def softmax(x, axis=-1):
     ### END SOLUTION
 
 
-# %% [test] test_softmax points=3
-# Tests for Exercise 1.1 (3 points). Run this cell after your answer.
-from encdec.checks.lesson01 import check_softmax
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_softmax(points=3, hidden=hidden)
+# %% [test] 1.1
 
 # %% [markdown]
 # ## 1.3 Scaled dot-product attention
@@ -194,7 +186,7 @@ print("Q @ np.swapaxes(K, -1, -2):", (Q @ np.swapaxes(K, -1, -2)).shape)
 #   zero weight while the visible keys still sum to 1.
 # * **Return both** the output and the weights, in that order. Later lessons draw the weights.
 #
-# ### Exercise 1.2 — `scaled_dot_product_attention(Q, K, V, mask=None)` (4 points)
+# ### Exercise 1.2 — `scaled_dot_product_attention(Q, K, V, mask=None)`
 #
 # Use your `softmax` from Exercise 1.1. (While this exercise is checked, the test swaps in the
 # reference softmax, so a mistake in 1.1 is never charged twice.)
@@ -219,15 +211,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     ### END SOLUTION
 
 
-# %% [test] test_scaled_dot_product_attention points=4
-# Tests for Exercise 1.2 (4 points).
-from encdec.checks.lesson01 import check_scaled_dot_product_attention
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_scaled_dot_product_attention(points=4, hidden=hidden)
+# %% [test] 1.2
 
 # %% [markdown]
 # Try it on a tiny example: 3 queries, 5 keys, and a mask that hides the last two keys. Every row of
@@ -327,7 +311,7 @@ widgets.interact(show_saturation, d_k=widgets.SelectionSlider(
 # to read. Positions start at 0, so $PE_0 = [0, 1, 0, 1, \dots]$.
 # When $d$ is odd the last column is a sine without its cosine partner.
 #
-# ### Exercise 1.3 — `sinusoidal_positions(n, d)` (2 points)
+# ### Exercise 1.3 — `sinusoidal_positions(n, d)`
 
 # %% [solution] sinusoidal_positions
 def sinusoidal_positions(n, d):
@@ -347,15 +331,7 @@ def sinusoidal_positions(n, d):
     ### END SOLUTION
 
 
-# %% [test] test_sinusoidal_positions points=2
-# Tests for Exercise 1.3 (2 points).
-from encdec.checks.lesson01 import check_sinusoidal_positions
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_sinusoidal_positions(points=2, hidden=hidden)
+# %% [test] 1.3
 
 # %% [markdown]
 # Left: the encodings for 50 positions of width 64 — fast oscillations in the first columns, slow
@@ -392,7 +368,7 @@ plt.show()
 # %% [markdown]
 # ## 1.6 The steps of attention, in order
 #
-# ### Exercise 1.4 — order the steps (1 point)
+# ### Exercise 1.4 — order the steps
 #
 # Here are the steps that take a sentence's tokens to the output of one attention operation,
 # shuffled. Put them in the order they happen. (Queries, keys and values are computed from the
@@ -419,11 +395,7 @@ ATTENTION_ORDER.widget()
 attention_order = [2, 6, 1, 4, 5, 3]
 ### END SOLUTION
 
-# %% [test] test_attention_order points=1
-# Tests for Exercise 1.4 (1 point).
-from encdec.checks.lesson01 import check_attention_order
-
-check_attention_order(points=1)
+# %% [test] 1.4
 
 # %% [markdown]
 # ## Summary

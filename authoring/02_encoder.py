@@ -92,7 +92,7 @@ np.set_printoptions(precision=4, suppress=True)
 # $10^{-6}$) keeps the division safe when a vector is all near zero; it goes *inside* the square root.
 # T5 and Llama use RMSNorm; so does this course.
 #
-# ### Exercise 2.1 — `rms_norm(x, gamma, eps=1e-6)` (2 points)
+# ### Exercise 2.1 — `rms_norm(x, gamma, eps=1e-6)`
 
 # %% [solution] rms_norm
 def rms_norm(x, gamma, eps=1e-6):
@@ -109,15 +109,7 @@ def rms_norm(x, gamma, eps=1e-6):
     ### END SOLUTION
 
 
-# %% [test] test_rms_norm points=2
-# Tests for Exercise 2.1 (2 points). Run this cell after your answer.
-from encdec.checks.lesson02 import check_rms_norm
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_rms_norm(points=2, hidden=hidden)
+# %% [test] 2.1
 
 # %% [markdown]
 # **LayerNorm vs RMSNorm, side by side.**
@@ -182,7 +174,7 @@ for name, f in (("LayerNorm", lambda v: layer_norm(v, ones, zeros)), ("RMSNorm",
 #
 # $$\operatorname{GELU}(x) = \tfrac{1}{2}\, x \Big(1 + \tanh\!\Big(\sqrt{2/\pi}\,\big(x + 0.044715\, x^3\big)\Big)\Big).$$
 #
-# ### Exercise 2.2 — `gelu(x)` (2 points)
+# ### Exercise 2.2 — `gelu(x)`
 #
 # Elementwise, for any shape. Note the cube: $0.044715\,x^3$.
 
@@ -198,15 +190,7 @@ def gelu(x):
     ### END SOLUTION
 
 
-# %% [test] test_gelu points=2
-# Tests for Exercise 2.2 (2 points).
-from encdec.checks.lesson02 import check_gelu
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_gelu(points=2, hidden=hidden)
+# %% [test] 2.2
 
 # %% [markdown]
 # Left: GELU against ReLU. Right: how far the tanh form is from the exact $x\,\Phi(x)$: never more
@@ -249,7 +233,7 @@ plt.show()
 # keys. What must never happen is a real token *looking at* a pad.) The rule, hide every pad, is
 # [CONFIG]; the mask array itself is [STATE], built from each batch's tokens.
 #
-# ### Exercise 2.3 — `padding_mask(tokens, pad_id)` (2 points)
+# ### Exercise 2.3 — `padding_mask(tokens, pad_id)`
 #
 # Use `np.where` to build the 0/-inf values, then add the two axes, e.g. with `[..., None, None, :]`.
 
@@ -282,15 +266,7 @@ def padding_mask(tokens, pad_id):
     ### END SOLUTION
 
 
-# %% [test] test_padding_mask points=2
-# Tests for Exercise 2.3 (2 points).
-from encdec.checks.lesson02 import check_padding_mask
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_padding_mask(points=2, hidden=hidden)
+# %% [test] 2.3
 
 # %% [markdown]
 # ## 2.5 Multi-head attention
@@ -369,7 +345,7 @@ print("head 0, reshape then swap (columns 0-3 of every token):\n", right[0])
 print("head 0, bare reshape (tokens mixed up):\n", wrong[0])
 
 # %% [markdown]
-# ### Exercise 2.4 — `MultiHeadAttention.__call__` (5 points)
+# ### Exercise 2.4 — `MultiHeadAttention.__call__`
 #
 # The constructor is written for you; write `__call__`. When `key_value_input` is `None`, use
 # `query_input` for the keys and values too. Pass `mask` on to the attention: it broadcasts to
@@ -422,15 +398,7 @@ class MultiHeadAttention:
         ### END SOLUTION
 
 
-# %% [test] test_multi_head_attention points=5
-# Tests for Exercise 2.4 (5 points).
-from encdec.checks.lesson02 import check_multi_head_attention
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_multi_head_attention(points=5, hidden=hidden)
+# %% [test] 2.4
 
 # %% [markdown]
 # ## 2.6 What the heads look at
@@ -512,7 +480,7 @@ print("largest weight on a <pad> key, over all heads and queries:", weights[...,
 # map. With $d_{ff} = 4\,d_{\text{model}}$ the FFN holds two thirds of an encoder block's parameters:
 # $2\, d_{\text{model}} d_{ff} = 8\, d_{\text{model}}^2$, against $4\, d_{\text{model}}^2$ for attention.
 #
-# ### Exercise 2.5 — `FeedForward.__call__` (2 points)
+# ### Exercise 2.5 — `FeedForward.__call__`
 #
 # Use your `gelu`. `@` works on any leading axes, so `x` of shape `(..., T, d_model)` needs no reshaping.
 
@@ -541,15 +509,7 @@ class FeedForward:
         ### END SOLUTION
 
 
-# %% [test] test_feed_forward points=2
-# Tests for Exercise 2.5 (2 points).
-from encdec.checks.lesson02 import check_feed_forward
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_feed_forward(points=2, hidden=hidden)
+# %% [test] 2.5
 
 # %% [markdown]
 # ## 2.8 The pre-norm encoder block
@@ -568,7 +528,7 @@ check_feed_forward(points=2, hidden=hidden)
 # at once, so every token sees every other) and attention to pads (the padding mask is passed to
 # the self-attention).
 #
-# ### Exercise 2.6 — `EncoderBlock.__call__` (4 points)
+# ### Exercise 2.6 — `EncoderBlock.__call__`
 #
 # Use your `rms_norm`, `self.self_attn` and `self.ffn`. (The test gives your block reference
 # sublayers with random weights and uses the reference `rms_norm`, so a mistake in an earlier
@@ -603,15 +563,7 @@ class EncoderBlock:
         ### END SOLUTION
 
 
-# %% [test] test_encoder_block points=4
-# Tests for Exercise 2.6 (4 points).
-from encdec.checks.lesson02 import check_encoder_block
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_encoder_block(points=4, hidden=hidden)
+# %% [test] 2.6
 
 # %% [markdown]
 # **Two experiments on a block.** Take a block with random weights and a sentence of 6 words
@@ -673,7 +625,7 @@ print("H_enc:", H_enc.shape, "  mask:", src_mask.shape)
 # %% [markdown]
 # ## 2.9 The steps of an encoder block, in order
 #
-# ### Exercise 2.7 — order the steps (1 point)
+# ### Exercise 2.7 — order the steps
 #
 # Here are the steps one token's vector goes through inside a pre-norm encoder block, shuffled.
 # Put them in the order they happen.
@@ -698,11 +650,7 @@ ENCODER_BLOCK_ORDER.widget()
 encoder_block_order = [4, 3, 5, 1, 6, 2]
 ### END SOLUTION
 
-# %% [test] test_encoder_block_order points=1
-# Tests for Exercise 2.7 (1 point).
-from encdec.checks.lesson02 import check_encoder_block_order
-
-check_encoder_block_order(points=1)
+# %% [test] 2.7
 
 # %% [markdown]
 # ## Summary

@@ -84,7 +84,7 @@ np.set_printoptions(precision=4, suppress=True)
 # no parameters. The $(m, m)$ *array* that `create_causal_mask(m)` builds from it for an input of
 # length $m$ is [STATE]: the program computes it for the input at hand.
 #
-# ### Exercise 3.1 — `create_causal_mask(seq_len)` (2 points)
+# ### Exercise 3.1 — `create_causal_mask(seq_len)`
 #
 # `np.triu(A, k=1)` keeps the part of `A` strictly above the diagonal; `np.where(hidden, -np.inf, 0.0)`
 # turns booleans into an additive mask. Avoid multiplying by `-np.inf`: `0 * -inf` is `nan`.
@@ -102,15 +102,7 @@ def create_causal_mask(seq_len):
     ### END SOLUTION
 
 
-# %% [test] test_create_causal_mask points=2
-# Tests for Exercise 3.1 (2 points). Run this cell after your answer.
-from encdec.checks.lesson03 import check_create_causal_mask
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_create_causal_mask(points=2, hidden=hidden)
+# %% [test] 3.1
 
 # %% [markdown]
 # ## 3.3 Two masks at once: causal and padding
@@ -129,7 +121,7 @@ check_create_causal_mask(points=2, hidden=hidden)
 # which broadcasts in turn over the heads of the scores `(B, h, m, m)`. Products, `np.maximum` and
 # booleans all get this wrong in their own way; the test names each of them.
 #
-# ### Exercise 3.2 — `decoder_mask(tgt_in, pad_id)` (2 points)
+# ### Exercise 3.2 — `decoder_mask(tgt_in, pad_id)`
 #
 # Use your `create_causal_mask` and `padding_mask` (Lesson 2, imported in the setup cell).
 
@@ -146,15 +138,7 @@ def decoder_mask(tgt_in, pad_id):
     ### END SOLUTION
 
 
-# %% [test] test_decoder_mask points=2
-# Tests for Exercise 3.2 (2 points).
-from encdec.checks.lesson03 import check_decoder_mask
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_decoder_mask(points=2, hidden=hidden)
+# %% [test] 3.2
 
 # %% [markdown]
 # **Self-check 3.1 — explain why.** Can a row of the decoder mask be entirely $-\infty$, so that a
@@ -228,7 +212,7 @@ plt.show()
 # Scaling and masking, on the other hand, can come in either order: $-\infty / \sqrt{d_k}$ is still
 # $-\infty$ and $0 / \sqrt{d_k}$ is still 0.
 #
-# ### Exercise 3.3 — `causal_self_attention(x, W_q, W_k, W_v)` (3 points)
+# ### Exercise 3.3 — `causal_self_attention(x, W_q, W_k, W_v)`
 #
 # Write the steps out yourself: project, score, scale, mask, softmax, weight the values. Do not call
 # `scaled_dot_product_attention` here (the test refuses it); do use your `softmax` and
@@ -251,15 +235,7 @@ def causal_self_attention(x, W_q, W_k, W_v):
     ### END SOLUTION
 
 
-# %% [test] test_causal_self_attention points=3
-# Tests for Exercise 3.3 (3 points).
-from encdec.checks.lesson03 import check_causal_self_attention
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_causal_self_attention(points=3, hidden=hidden)
+# %% [test] 3.3
 
 # %% [markdown]
 # ## 3.5 The causal property, by experiment
@@ -388,7 +364,7 @@ plt.show()
 # whole $V \times d_{\text{model}}$ matrix, and every gradient on the output side also trains the
 # input embedding.
 #
-# ### Exercise 3.4 — `output_logits(h, E)` (2 points)
+# ### Exercise 3.4 — `output_logits(h, E)`
 
 # %% [solution] output_logits
 def output_logits(h, E):
@@ -403,15 +379,7 @@ def output_logits(h, E):
     ### END SOLUTION
 
 
-# %% [test] test_output_logits points=2
-# Tests for Exercise 3.4 (2 points).
-from encdec.checks.lesson03 import check_output_logits
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_output_logits(points=2, hidden=hidden)
+# %% [test] 3.4
 
 # %% [markdown]
 # **One shared embedding, or two?** The source and the target could each have their own
@@ -442,7 +410,7 @@ for name, k in designs.items():
 # %% [markdown]
 # ## 3.8 The steps of masked self-attention, in order
 #
-# ### Exercise 3.5 — order the steps (1 point)
+# ### Exercise 3.5 — order the steps
 #
 # Here are the steps of one masked multi-head self-attention sublayer, from the decoder states to the
 # sublayer's output, shuffled. Scaling the scores and adding the causal mask are one step: as you saw
@@ -470,11 +438,7 @@ MASKED_ATTENTION_ORDER.widget()
 masked_attention_order = [5, 3, 6, 8, 1, 7, 4, 2]
 ### END SOLUTION
 
-# %% [test] test_masked_attention_order points=1
-# Tests for Exercise 3.5 (1 point).
-from encdec.checks.lesson03 import check_masked_attention_order
-
-check_masked_attention_order(points=1)
+# %% [test] 3.5
 
 # %% [markdown]
 # ## 3.9 Learned, configured, or computed?
@@ -493,7 +457,7 @@ check_masked_attention_order(points=1)
 # $H_{\text{enc}}$ for one decoding run, and Adam's moments (Lesson 8) for a whole training run,
 # checkpointed with the weights so that training can resume. All of it is computed by the program.
 #
-# ### Exercise 3.6 — tag each quantity (3 points)
+# ### Exercise 3.6 — tag each quantity
 #
 # Tag each quantity below as LEARNED, CONFIG or STATE.
 #
@@ -532,11 +496,7 @@ quantity_tags = {1: LEARNED, 2: CONFIG, 3: STATE, 4: LEARNED, 5: STATE, 6: CONFI
                  9: CONFIG, 10: LEARNED, 11: STATE, 12: CONFIG, 13: STATE, 14: LEARNED, 15: CONFIG, 16: STATE}
 ### END SOLUTION
 
-# %% [test] test_quantity_tags points=3
-# Tests for Exercise 3.6 (3 points).
-from encdec.checks.lesson03 import check_quantity_tags
-
-check_quantity_tags(points=3)
+# %% [test] 3.6
 
 # %% [markdown]
 # ## Summary

@@ -111,7 +111,7 @@ np.set_printoptions(precision=3, suppress=True)
 # </details>
 
 # %% [markdown]
-# ### Exercise 4.1 — `cross_attention(Q, K, V, mask=None)` (3 points)
+# ### Exercise 4.1 — `cross_attention(Q, K, V, mask=None)`
 #
 # Write it for any leading batch dimensions. It is the formula above; what the test checks is that it
 # handles $m \neq n$, $d_k \neq n$ and a padding mask that broadcasts from `(..., 1, n)` or
@@ -137,15 +137,7 @@ def cross_attention(Q, K, V, mask=None):
     ### END SOLUTION
 
 
-# %% [test] test_cross_attention points=3
-# Tests for Exercise 4.1 (3 points). Run this cell after your answer.
-from encdec.checks.lesson04 import check_cross_attention
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_cross_attention(points=3, hidden=hidden)
+# %% [test] 4.1
 
 # %% [markdown]
 # **Self-check 4.2 — explain why.** A student's `cross_attention` returns weights whose columns sum
@@ -288,7 +280,7 @@ widgets.interact(show_target_position,
 # The padding mask from `padding_mask(src_tokens, pad_id)` has shape `(..., 1, 1, n)`: it broadcasts
 # over the heads and over the $m$ query rows, so one mask serves every head and every target position.
 #
-# ### Exercise 4.2 — `CrossAttention.attend(query_input, K, V, mask=None)` (3 points)
+# ### Exercise 4.2 — `CrossAttention.attend(query_input, K, V, mask=None)`
 #
 # Write the body of `attend`. You may call your `cross_attention` from Exercise 4.1 on the per-head
 # arrays (while this exercise is checked the reference `cross_attention` takes its place, so a slip in
@@ -335,15 +327,7 @@ class CrossAttention(MultiHeadAttention):
         return self.attend(query_input, K, V, mask)
 
 
-# %% [test] test_CrossAttention points=3
-# Tests for Exercise 4.2, CrossAttention.attend (3 points).
-from encdec.checks.lesson04 import check_attend
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_attend(points=3, hidden=hidden)
+# %% [test] 4.2
 
 # %% [markdown]
 # Each head has its own $m \times n$ attention-weight matrix. Below, 3 target positions attend to a
@@ -399,7 +383,7 @@ plt.show()
 # decoding (the decoder's own self-attention keys and values grow by one row per step); the
 # cross-attention part of it is what you write now.
 #
-# ### Exercise 4.3 — `cross_attention_step_by_step(mha, H_enc, H_dec, mask=None)` (2 points)
+# ### Exercise 4.3 — `cross_attention_step_by_step(mha, H_enc, H_dec, mask=None)`
 #
 # Compute cross-attention the way a decoder does while generating: call `mha.project_kv(H_enc)`
 # **once**, then `mha.attend` once per decoder position $t$, with that position's state alone,
@@ -429,15 +413,7 @@ def cross_attention_step_by_step(mha, H_enc, H_dec, mask=None):
     ### END SOLUTION
 
 
-# %% [test] test_cross_attention_step_by_step points=2
-# Tests for Exercise 4.3 (2 points).
-from encdec.checks.lesson04 import check_cross_attention_step_by_step
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_cross_attention_step_by_step(points=2, hidden=hidden)
+# %% [test] 4.3
 
 # %% [markdown]
 # Now count and measure it, for one cross-attention sublayer with $n = 128$ source positions and
@@ -507,7 +483,7 @@ print(f"multiply-adds at m = 32: {counts['K, V recomputed every step'][1][-1] / 
 # %% [markdown]
 # ## 4.5 Where Q, K and V come from, in order
 #
-# ### Exercise 4.4 — order the steps (1 point)
+# ### Exercise 4.4 — order the steps
 #
 # These are the steps that take a source sentence to the cross-attention output of one decoding step
 # $t$, in a decoder that computes the encoder's keys and values once. They are shuffled; put them in
@@ -532,11 +508,7 @@ QKV_ORDER.widget()
 qkv_order = [4, 2, 5, 1, 3]
 ### END SOLUTION
 
-# %% [test] test_qkv_order points=1
-# Tests for Exercise 4.4 (1 point).
-from encdec.checks.lesson04 import check_qkv_order
-
-check_qkv_order(points=1)
+# %% [test] 4.4
 
 # %% [markdown]
 # ## Summary

@@ -62,7 +62,7 @@ np.set_printoptions(precision=3, suppress=True)
 # masked causal self-attention (Lesson 3), each read a normalised copy of the stream and add their
 # result back. Then the stream leaves for the next block.
 #
-# ### Exercise 5.1 — order the steps (1 point)
+# ### Exercise 5.1 — order the steps
 #
 # The five things a token meets in one decoder block of the standard transformer, the block this course
 # builds, shuffled. Put them in order.
@@ -86,11 +86,7 @@ BLOCK_ORDER.widget()
 block_order = [3, 5, 1, 4, 2]
 ### END SOLUTION
 
-# %% [test] test_block_order points=1
-# Tests for Exercise 5.1 (1 point).
-from encdec.checks.lesson05 import check_block_order
-
-check_block_order(points=1)
+# %% [test] 5.1
 
 # %% [markdown]
 # ## 5.2 Why this order, and what it buys
@@ -147,7 +143,7 @@ check_block_order(points=1)
 # %% [markdown]
 # ## 5.3 The pre-norm decoder block
 #
-# ### Exercise 5.2 — `DecoderBlock.__call__` (4 points)
+# ### Exercise 5.2 — `DecoderBlock.__call__`
 #
 # Write the three sublayers of the block, in order, as in the equations above. The sublayers are
 # objects you call: `self.self_attn(query_input, key_value_input=None, mask=None)` and
@@ -192,15 +188,7 @@ class DecoderBlock:
         ### END SOLUTION
 
 
-# %% [test] test_DecoderBlock points=4
-# Tests for Exercise 5.2, DecoderBlock.__call__ (4 points).
-from encdec.checks.lesson05 import check_decoder_block
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_decoder_block(points=4, hidden=hidden)
+# %% [test] 5.2
 
 # %% [markdown]
 # ## 5.4 Experiment: cross-attention first
@@ -356,7 +344,7 @@ plt.show()
 #
 # *One sublayer, two places for the norm. Red: what differs, the identity path of pre-norm and the norm that post-norm puts on the stream.*
 #
-# ### Exercise 5.3 — `decoder_block_post_norm(block, x, encoder_output, ...)` (2 points)
+# ### Exercise 5.3 — `decoder_block_post_norm(block, x, encoder_output, ...)`
 #
 # Write the post-norm block as a function of a `DecoderBlock`'s weights: the same `self_attn`,
 # `cross_attn`, `ffn` and the gains `norm1_gamma`, `norm2_gamma`, `norm3_gamma`, each norm now after its
@@ -380,15 +368,7 @@ def decoder_block_post_norm(block, x, encoder_output, self_attn_mask=None, cross
     ### END SOLUTION
 
 
-# %% [test] test_decoder_block_post_norm points=2
-# Tests for Exercise 5.3 (2 points).
-from encdec.checks.lesson05 import check_decoder_block_post_norm
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_decoder_block_post_norm(points=2, hidden=hidden)
+# %% [test] 5.3
 
 # %% [markdown]
 # ### What the place of the norm changes, measured
@@ -512,7 +492,7 @@ print(f"  every post-norm line below every pre-norm line from block {since} on")
 # shares nothing with the block's self-attention, because it asks a different question of different
 # inputs. Its norm gain `norm2_gamma` [LEARNED] comes with it.
 #
-# ### Exercise 5.4 — `cross_attention_params(d_model)` (2 points)
+# ### Exercise 5.4 — `cross_attention_params(d_model)`
 #
 # Return the number of [LEARNED] numbers the cross-attention sublayer adds to a decoder block of width
 # `d_model`, as a formula. (Count from the attributes of the course's classes: the attention projections
@@ -531,15 +511,7 @@ def cross_attention_params(d_model):
     ### END SOLUTION
 
 
-# %% [test] test_cross_attention_params points=2
-# Tests for Exercise 5.4 (2 points).
-from encdec.checks.lesson05 import check_cross_attention_params
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_cross_attention_params(points=2, hidden=hidden)
+# %% [test] 5.4
 
 # %% [markdown]
 # Where does a block's budget go? The cell below counts the parameters of a real `DecoderBlock` the

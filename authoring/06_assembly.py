@@ -101,7 +101,7 @@ for s, t in zip(src, tgt):
 # $y_1, \dots, y_t$ and predicts $y_{t+1}$: exactly the targets *before* the one it predicts. All $m$
 # positions are therefore trained at once, from one forward pass (Lesson 8).
 #
-# ### Exercise 6.1 — `shift_right(targets, bos_id)` (2 points)
+# ### Exercise 6.1 — `shift_right(targets, bos_id)`
 #
 # Work on the last axis, so the same code serves one sequence `(m,)` and a batch `(B, m)`. Keep the
 # ids integers: they index the rows of $E$.
@@ -121,15 +121,7 @@ def shift_right(targets, bos_id):
     ### END SOLUTION
 
 
-# %% [test] test_shift_right points=2
-# Tests for Exercise 6.1 (2 points). Run this cell after your answer.
-from encdec.checks.lesson06 import check_shift_right
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_shift_right(points=2, hidden=hidden)
+# %% [test] 6.1
 
 # %% [markdown]
 # The toy batch, as the decoder will read it (computed with the reference `shift_right`).
@@ -176,7 +168,7 @@ print("targets\n", tgt, "\ntgt_in = shift_right(targets)\n", tgt_in)
 # *where* a token is and hardly *which* token it is. Multiplying the row, and only the row, by
 # $\sqrt{d}$ gives its entries unit variance, the same order as the positions.
 #
-# ### Exercise 6.2 — `embed(model, tokens)` (2 points)
+# ### Exercise 6.2 — `embed(model, tokens)`
 #
 # The model exercises of this lesson are functions that take the model as their first argument, like
 # methods. They read the model's arrays: `model.embedding` is $E$ of shape `(V, d_model)` and
@@ -198,15 +190,7 @@ def embed(model, tokens):
     ### END SOLUTION
 
 
-# %% [test] test_embed points=2
-# Tests for Exercise 6.2 (2 points).
-from encdec.checks.lesson06 import check_embed
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_embed(points=2, hidden=hidden)
+# %% [test] 6.2
 
 # %% [markdown]
 # The figure measures the argument above for $d = 64$: the entries of unscaled rows of $E$ (light), of
@@ -260,7 +244,7 @@ plt.show()
 # Lesson 9, by every decoding step). The decoder's cross-attention also needs the source padding mask,
 # so the encoder returns both.
 #
-# ### Exercise 6.3 — `encode(model, src)` (3 points)
+# ### Exercise 6.3 — `encode(model, src)`
 #
 # Use your `embed` and the pieces imported from `encdec` in the first cell: `padding_mask(tokens,
 # pad_id)` returns the additive mask of shape `(..., 1, 1, n)`, and `rms_norm(x, gamma, eps)`
@@ -284,15 +268,7 @@ def encode(model, src):
     ### END SOLUTION
 
 
-# %% [test] test_encode points=3
-# Tests for Exercise 6.3 (3 points).
-from encdec.checks.lesson06 import check_encode
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_encode(points=3, hidden=hidden)
+# %% [test] 6.3
 
 # %% [markdown]
 # ## 6.5 The decoder pass and the tied head
@@ -315,7 +291,7 @@ check_encode(points=3, hidden=hidden)
 # decoding (Lesson 9), not to the model. The $\sqrt{d}$ factor belongs to the embedding lookup only:
 # the head is plain $h E^\top$.
 #
-# ### Exercise 6.4 — `decode(model, tgt_in, H_enc, src_mask)` (4 points)
+# ### Exercise 6.4 — `decode(model, tgt_in, H_enc, src_mask)`
 #
 # `model.decoder` is a list of `DecoderBlock`s, called as `block(x, H_enc, self_attn_mask=...,
 # cross_attn_mask=...)`; each returns `(output, cross_weights)`. The final gain is
@@ -343,15 +319,7 @@ def decode(model, tgt_in, H_enc, src_mask):
     ### END SOLUTION
 
 
-# %% [test] test_decode points=4
-# Tests for Exercise 6.4 (4 points).
-from encdec.checks.lesson06 import check_decode
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_decode(points=4, hidden=hidden)
+# %% [test] 6.4
 
 # %% [markdown]
 # The forward pass is the two together: `decode(model, tgt_in, *encode(model, src))`, which is what
@@ -452,7 +420,7 @@ print(f"cross-entropy of the untrained model {loss:.3f}; a uniform guess would s
 # Positions are not counted: the sinusoids are [CONFIG], a fixed formula, never learned. Neither are
 # the masks: their rules are [CONFIG], and the mask arrays, built from each batch, are [STATE].
 #
-# ### Exercise 6.5 — `parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None)` (3 points)
+# ### Exercise 6.5 — `parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None)`
 #
 # Write the count as a formula in $V$, $d$, $d_{ff}$, $N_{\text{enc}}$ and $N_{\text{dec}}$
 # (`n_decoder_layers=None` means as many decoder layers as encoder layers). Count from the table, not
@@ -479,15 +447,7 @@ def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layer
     ### END SOLUTION
 
 
-# %% [test] test_parameter_count points=3
-# Tests for Exercise 6.5 (3 points).
-from encdec.checks.lesson06 import check_parameter_count
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_parameter_count(points=3, hidden=hidden)
+# %% [test] 6.5
 
 # %% [markdown]
 # Where do the numbers go? The reference formula, component by component, for the toy model and for a
@@ -608,7 +568,7 @@ print("weights back to NumPy unchanged:", all(np.array_equal(back.parameters()[k
 # %% [markdown]
 # ## 6.9 The forward pass, in order
 #
-# ### Exercise 6.6 — order the steps (1 point)
+# ### Exercise 6.6 — order the steps
 #
 # Here are the steps that take a batch of token ids to logits, shuffled. Put them in the order the
 # model performs them.
@@ -634,11 +594,7 @@ FORWARD_ORDER.widget()
 forward_order = [5, 3, 7, 1, 4, 6, 2]
 ### END SOLUTION
 
-# %% [test] test_forward_order points=1
-# Tests for Exercise 6.6 (1 point).
-from encdec.checks.lesson06 import check_forward_order
-
-check_forward_order(points=1)
+# %% [test] 6.6
 
 # %% [markdown]
 # ## Summary

@@ -104,7 +104,7 @@ np.set_printoptions(precision=4, suppress=True)
 # $\log \hat p = z - \max z - \log \sum_k e^{z_k - \max z}$. A batch with no real token at all has
 # $N = 0$: its loss is 0 and its gradient is zero.
 #
-# ### Exercise 7.1 — `softmax_cross_entropy(logits, targets, pad_id=None)` (3 points)
+# ### Exercise 7.1 — `softmax_cross_entropy(logits, targets, pad_id=None)`
 
 # %% [solution] softmax_cross_entropy
 def softmax_cross_entropy(logits, targets, pad_id=None):
@@ -133,15 +133,7 @@ def softmax_cross_entropy(logits, targets, pad_id=None):
     ### END SOLUTION
 
 
-# %% [test] test_softmax_cross_entropy points=3
-# Tests for Exercise 7.1 (3 points). Run this cell after your answer.
-from encdec.checks.lesson07 import check_softmax_cross_entropy
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_softmax_cross_entropy(points=3, hidden=hidden)
+# %% [test] 7.1
 
 # %% [markdown]
 # A small padded batch through the reference: logits of shape (1, 3, 5), standard-normal random numbers over
@@ -196,7 +188,7 @@ print(f"loss {loss:.4f}\ndlogits\n{dlogits[0] + 0.0}\nrow sums {dlogits[0].sum(a
 # $J^\top$ `dout`, so finite differences of this $f$ check the backward function, whatever the shape of
 # $g$'s output.
 #
-# ### Exercise 7.2 — `numerical_gradient(f, x, h=1e-5)` (2 points)
+# ### Exercise 7.2 — `numerical_gradient(f, x, h=1e-5)`
 #
 # `f` takes no arguments: it reads the array `x` itself (a closure), so you must change `x` **in
 # place**, one entry at a time, call `f()`, and put the entry back exactly as it was. `np.ndindex(x.shape)`
@@ -225,15 +217,7 @@ def numerical_gradient(f, x, h=1e-5):
     ### END SOLUTION
 
 
-# %% [test] test_numerical_gradient points=2
-# Tests for Exercise 7.2 (2 points).
-from encdec.checks.lesson07 import check_numerical_gradient
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_numerical_gradient(points=2, hidden=hidden)
+# %% [test] 7.2
 
 # %% [markdown]
 # How big should $h$ be? The next cell plots the error of both estimates of $f'(1)$ for
@@ -315,7 +299,7 @@ print(f"dlogits vs torch autograd:     relative error {relative_error(dlogits, z
 # axis. No $V \times V$ matrix is ever built. Where the forward softmax gave $p_j = 0$ (a masked key),
 # $\bar x_j = 0$: no gradient flows back through a hidden score.
 #
-# ### Exercise 7.3 — `softmax_backward(dout, probs, axis=-1)` (3 points)
+# ### Exercise 7.3 — `softmax_backward(dout, probs, axis=-1)`
 #
 # `probs` is the forward output $p$ (the backward pass needs only $p$, not $x$); `dout` is $\bar p$.
 
@@ -334,15 +318,7 @@ def softmax_backward(dout, probs, axis=-1):
     ### END SOLUTION
 
 
-# %% [test] test_softmax_backward points=3
-# Tests for Exercise 7.3 (3 points).
-from encdec.checks.lesson07 import check_softmax_backward
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_softmax_backward(points=3, hidden=hidden)
+# %% [test] 7.3
 
 # %% [markdown]
 # The Jacobian of a 6-way softmax (red positive, blue negative): the full $\operatorname{diag}(p) - pp^\top$
@@ -413,7 +389,7 @@ print(f"softmax_backward vs torch autograd:     {relative_error(dx, xt.grad.nump
 # Lesson 1, transpose only the last two axes (`np.swapaxes(a, -1, -2)`), so the same code serves every
 # batch shape.
 #
-# ### Exercise 7.4 — `attention_backward(dout, Q, K, V, weights)` (4 points)
+# ### Exercise 7.4 — `attention_backward(dout, Q, K, V, weights)`
 #
 # `weights` is the $A$ the forward pass returned (masked entries are 0, so the mask itself is not
 # needed). Use your `softmax_backward` (while this is checked the test swaps in the reference, so a
@@ -439,15 +415,7 @@ def attention_backward(dout, Q, K, V, weights):
     ### END SOLUTION
 
 
-# %% [test] test_attention_backward points=4
-# Tests for Exercise 7.4 (4 points).
-from encdec.checks.lesson07 import check_attention_backward
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_attention_backward(points=4, hidden=hidden)
+# %% [test] 7.4
 
 # %% [markdown]
 # The reference attention backward, for a batch of two with a causal mask, against
@@ -487,7 +455,7 @@ for name, analytic, arr, t in zip(("dQ", "dK", "dV"), grads, (Q, K, V), ts):
 # The $\varepsilon$ [CONFIG] is part of $r$: the backward pass uses the same $r$ as the forward pass,
 # which matters for rows near zero.
 #
-# ### Exercise 7.5 — `rms_norm_backward(dout, x, gamma, eps=1e-6)` (3 points)
+# ### Exercise 7.5 — `rms_norm_backward(dout, x, gamma, eps=1e-6)`
 
 # %% [solution] rms_norm_backward
 def rms_norm_backward(dout, x, gamma, eps=1e-6):
@@ -505,15 +473,7 @@ def rms_norm_backward(dout, x, gamma, eps=1e-6):
     ### END SOLUTION
 
 
-# %% [test] test_rms_norm_backward points=3
-# Tests for Exercise 7.5 (3 points).
-from encdec.checks.lesson07 import check_rms_norm_backward
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_rms_norm_backward(points=3, hidden=hidden)
+# %% [test] 7.5
 
 # %% [markdown]
 # Checked against finite differences and against torch's `F.rms_norm`:
@@ -685,7 +645,7 @@ for i, j in entries:
 # %% [markdown]
 # ## 7.9 The order of the backward pass
 #
-# ### Exercise 7.6 — order the steps (1 point)
+# ### Exercise 7.6 — order the steps
 #
 # Here are the steps of one backward pass through the whole encoder–decoder, from the loss to the last
 # gradient, shuffled. Put them in the order backpropagation performs them.
@@ -711,11 +671,7 @@ BACKPROP_ORDER.widget()
 backprop_order = [6, 2, 4, 7, 1, 5, 3]
 ### END SOLUTION
 
-# %% [test] test_backprop_order points=1
-# Tests for Exercise 7.6 (1 point).
-from encdec.checks.lesson07 import check_backprop_order
-
-check_backprop_order(points=1)
+# %% [test] 7.6
 
 # %% [markdown]
 # ## Summary

@@ -189,7 +189,7 @@ right.text(0.98, 0.6, f"target token: 1 - ε + ε/V = {q[3]:.3f}\nevery other to
 plt.show()
 
 # %% [markdown]
-# ### Exercise 8.1 — `sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0)` (3 points)
+# ### Exercise 8.1 — `sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0)`
 #
 # Lesson 7's loss with one change: the target distribution $q$ instead of $y$, in the loss and in the
 # gradient. Compute $\log \hat p$ stably ($z - \max z - \log \sum e^{z - \max z}$). A batch with no
@@ -225,15 +225,7 @@ def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):
     ### END SOLUTION
 
 
-# %% [test] test_sequence_cross_entropy points=3
-# Tests for Exercise 8.1 (3 points). Run this cell after your answer.
-from encdec.checks.lesson08 import check_sequence_cross_entropy
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_sequence_cross_entropy(points=3, hidden=hidden)
+# %% [test] 8.1
 
 # %% [markdown]
 # ## 8.4 The optimiser: Adam
@@ -262,7 +254,7 @@ check_sequence_cross_entropy(points=3, hidden=hidden)
 # The step number $t$ [STATE, kept by the optimiser] counts from 1. Keep the *uncorrected* $m_t, v_t$
 # as the new state: the correction belongs to this step's update only.
 #
-# ### Exercise 8.2 — `adam_update(param, grad, m, v, t, lr, beta1=0.9, beta2=0.98, eps=1e-9)` (3 points)
+# ### Exercise 8.2 — `adam_update(param, grad, m, v, t, lr, beta1=0.9, beta2=0.98, eps=1e-9)`
 #
 # Return new arrays; do not change the inputs in place.
 
@@ -285,15 +277,7 @@ def adam_update(param, grad, m, v, t, lr, beta1=0.9, beta2=0.98, eps=1e-9):
     ### END SOLUTION
 
 
-# %% [test] test_adam_update points=3
-# Tests for Exercise 8.2 (3 points).
-from encdec.checks.lesson08 import check_adam_update
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_adam_update(points=3, hidden=hidden)
+# %% [test] 8.2
 
 # %% [markdown]
 # What bias correction buys, measured. One parameter receives the same gradient $g = 1$ at every
@@ -359,7 +343,7 @@ plt.show()
 # The factor $d_{model}^{-0.5}$ gives wider models smaller steps. Steps count from 1. The 2017 setting
 # is $d_{model} = 512$, warm-up 4000 steps, factor 1: a peak of about $7 \times 10^{-4}$.
 #
-# ### Exercise 8.3 — `warmup_schedule(step, d_model, warmup_steps, factor=1.0)` (2 points)
+# ### Exercise 8.3 — `warmup_schedule(step, d_model, warmup_steps, factor=1.0)`
 
 # %% [solution] warmup_schedule
 def warmup_schedule(step, d_model, warmup_steps, factor=1.0):
@@ -375,15 +359,7 @@ def warmup_schedule(step, d_model, warmup_steps, factor=1.0):
     ### END SOLUTION
 
 
-# %% [test] test_warmup_schedule points=2
-# Tests for Exercise 8.3 (2 points).
-from encdec.checks.lesson08 import check_warmup_schedule
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_warmup_schedule(points=2, hidden=hidden)
+# %% [test] 8.3
 
 # %% [markdown]
 # The next cell draws the schedule for three settings (computed with the reference). Our small model
@@ -446,7 +422,7 @@ plt.show()
 # for), backpropagates, updates, and returns the loss and the **token accuracy** of this batch
 # before the update: the fraction of non-pad target positions where the largest logit is the target.
 #
-# ### Exercise 8.4 — `train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None)` (3 points)
+# ### Exercise 8.4 — `train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None)`
 #
 # (While this exercise is checked, the reference loss replaces your `sequence_cross_entropy`, so a
 # mistake in Exercise 8.1 is never charged twice.)
@@ -476,18 +452,10 @@ def train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=N
     ### END SOLUTION
 
 
-# %% [test] test_train_step points=3
-# Tests for Exercise 8.4 (3 points).
-from encdec.checks.lesson08 import check_train_step
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_train_step(points=3, hidden=hidden)
+# %% [test] 8.4
 
 # %% [markdown]
-# ### Exercise 8.5 — order the steps of one training step (1 point)
+# ### Exercise 8.5 — order the steps of one training step
 #
 # Here are the steps of one training step, shuffled. Put them in the order they happen.
 #
@@ -512,11 +480,7 @@ TRAINING_STEP_ORDER.widget()
 training_step_order = [5, 3, 7, 1, 4, 6, 2]
 ### END SOLUTION
 
-# %% [test] test_training_step_order points=1
-# Tests for Exercise 8.5 (1 point).
-from encdec.checks.lesson08 import check_training_step_order
-
-check_training_step_order(points=1)
+# %% [test] 8.5
 
 # %% [markdown]
 # ## 8.7 Dropout
@@ -563,7 +527,7 @@ check_training_step_order(points=1)
 # 600 steps (section 8.8 shows it on one batch). Dropout pays off for larger models that see the same
 # fixed dataset many times; Lesson 10's capstone script takes a `--dropout` rate.
 #
-# ### Exercise 8.6 — `dropout(x, rate, rng, training=True)` (2 points)
+# ### Exercise 8.6 — `dropout(x, rate, rng, training=True)`
 #
 # Write inverted dropout, seeded so it can be checked. The convention, exactly:
 #
@@ -597,15 +561,7 @@ def dropout(x, rate, rng, training=True):
     ### END SOLUTION
 
 
-# %% [test] test_dropout points=2
-# Tests for Exercise 8.6 (2 points).
-from encdec.checks.lesson08 import check_dropout
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_dropout(points=2, hidden=hidden)
+# %% [test] 8.6
 
 # %% [markdown]
 # Dropout measured, with the library's `encdec.dropout` (the function your answer matches): first on a

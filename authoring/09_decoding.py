@@ -114,7 +114,7 @@ print(f"trained in {time.perf_counter() - start:.1f} s; greedy decoding reverses
 #   after `max_len` steps.
 # * **Return only what was generated**: not the `<bos>` that started it.
 #
-# ### Exercise 9.1 — `greedy_decode(model, src, bos_id, eos_id, max_len)` (3 points)
+# ### Exercise 9.1 — `greedy_decode(model, src, bos_id, eos_id, max_len)`
 #
 # `src` is one sequence `(n,)` or a batch `(B, n)`; return `(L,)` or `(B, L)`, where $L \le$ `max_len`
 # is the length of the longest row. Grow the decoder input by concatenation, one column per step.
@@ -153,15 +153,7 @@ def greedy_decode(model, src, bos_id, eos_id, max_len):
     ### END SOLUTION
 
 
-# %% [test] test_greedy_decode points=3
-# Tests for Exercise 9.1 (3 points). Run this cell after your answer.
-from encdec.checks.lesson09 import check_greedy_decode
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_greedy_decode(points=3, hidden=hidden)
+# %% [test] 9.1
 
 # %% [markdown]
 # The trained reverser, decoded greedily (with the reference), and the half-trained one. Greedy
@@ -209,7 +201,7 @@ for s, good, shaky, t in zip(sources, ref.greedy_decode(model, sources, BOS, EOS
 # `u = rng.random(...) * cdf[..., -1:]`, as the reference does; then the count can never pass the last
 # token.
 #
-# ### Exercise 9.2 — `sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None)` (3 points)
+# ### Exercise 9.2 — `sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None)`
 #
 # Draw every random number from `rng` (`rng = np.random.default_rng(rng)` accepts a seed or a
 # Generator), so that the same seed gives the same tokens. The test cannot compare your random
@@ -251,15 +243,7 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None)
     ### END SOLUTION
 
 
-# %% [test] test_sample_next_token points=3
-# Tests for Exercise 9.2 (3 points).
-from encdec.checks.lesson09 import check_sample_next_token
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_sample_next_token(points=3, hidden=hidden)
+# %% [test] 9.2
 
 # %% [markdown]
 # What the knobs do to one distribution over eight letters (computed with the reference
@@ -500,7 +484,7 @@ print("greedy decoding:", example.spell(ref.greedy_decode(example, example_src, 
 # hypothesis finishes. A wider beam therefore usually finds a better output, but not always, and not
 # always a better one than greedy decoding's.
 #
-# ### Exercise 9.3 — `beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0)` (3 points)
+# ### Exercise 9.3 — `beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0)`
 #
 # One source sequence `(n,)`. Follow the rules of the course's beam search, the same as in the worked
 # example:
@@ -573,15 +557,7 @@ def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
     ### END SOLUTION
 
 
-# %% [test] test_beam_search points=3
-# Tests for Exercise 9.3 (3 points).
-from encdec.checks.lesson09 import check_beam_search
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_beam_search(points=3, hidden=hidden)
+# %% [test] 9.3
 
 # %% [markdown]
 # Now a real model: the half-trained reverser, with a beam of width 3, over the 256 validation
@@ -766,7 +742,7 @@ class KVCache:
 # 4. the final RMSNorm (`model.decoder_norm_gamma`, `model.config.eps`) and the tied head `@ model.embedding.T`;
 #    return the logits of the one new position, shape `(..., V)`.
 #
-# ### Exercise 9.4 — `decode_step(model, tokens, cache)` (3 points)
+# ### Exercise 9.4 — `decode_step(model, tokens, cache)`
 #
 # The test feeds a few tokens one step at a time and compares the logits of every step with the full
 # decoder's, and checks that the self-attention cache holds one more row after each step.
@@ -796,18 +772,10 @@ def decode_step(model, tokens, cache):
     ### END SOLUTION
 
 
-# %% [test] test_decode_step points=3
-# Tests for Exercise 9.4 (3 points).
-from encdec.checks.lesson09 import check_decode_step
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_decode_step(points=3, hidden=hidden)
+# %% [test] 9.4
 
 # %% [markdown]
-# ### Exercise 9.5 — `cached_greedy_decode(model, src, bos_id, eos_id, max_len)` (2 points)
+# ### Exercise 9.5 — `cached_greedy_decode(model, src, bos_id, eos_id, max_len)`
 #
 # Greedy decoding again, with the same rules and the same output as Exercise 9.1, but through the cache:
 # encode once, make one `KVCache` before the loop (that computes cross-attention's keys and values),
@@ -849,15 +817,7 @@ def cached_greedy_decode(model, src, bos_id, eos_id, max_len):
     ### END SOLUTION
 
 
-# %% [test] test_cached_greedy_decode points=2
-# Tests for Exercise 9.5 (2 points).
-from encdec.checks.lesson09 import check_cached_greedy_decode
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_cached_greedy_decode(points=2, hidden=hidden)
+# %% [test] 9.5
 
 # %% [markdown]
 # Cached and uncached decoding return **identical** tokens, not merely similar ones. The logits are not
@@ -940,7 +900,7 @@ print("speed-up at L = " + ", ".join(f"{L}: {s:.1f}x" for L, s in zip(lengths, s
 # %% [markdown]
 # ## 9.6 One cached decoding step, in order
 #
-# ### Exercise 9.6 — order the steps (1 point)
+# ### Exercise 9.6 — order the steps
 #
 # Here are the steps of one decoding step with a KV cache, for a decoder of one block, shuffled. Put
 # them in the order they happen.
@@ -966,11 +926,7 @@ CACHED_STEP_ORDER.widget()
 cached_step_order = [5, 2, 7, 4, 1, 6, 3]
 ### END SOLUTION
 
-# %% [test] test_cached_step_order points=1
-# Tests for Exercise 9.6 (1 point).
-from encdec.checks.lesson09 import check_cached_step_order
-
-check_cached_step_order(points=1)
+# %% [test] 9.6
 
 # %% [markdown]
 # ## Summary

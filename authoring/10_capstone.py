@@ -149,7 +149,7 @@ print([(name, tuple(p.shape)) for name, p in twin.named_parameters()][:7], "..."
 #   names must be equal and each pair of shapes too, or raise a `ValueError` that names the difference.
 #   A silent mismatch leaves random weights in a "trained" model.
 #
-# ### Exercise 10.1 — `load_numpy_parameters(module, params)` (2 points)
+# ### Exercise 10.1 — `load_numpy_parameters(module, params)`
 
 # %% [solution] load_numpy_parameters
 def load_numpy_parameters(module, params):
@@ -175,15 +175,7 @@ def load_numpy_parameters(module, params):
     ### END SOLUTION
 
 
-# %% [test] test_load_numpy_parameters points=2
-# Tests for Exercise 10.1 (2 points). Run this cell after your answer.
-from encdec.checks.lesson10 import check_load_numpy_parameters
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_load_numpy_parameters(points=2, hidden=hidden)
+# %% [test] 10.1
 
 # %% [markdown]
 # A NumPy model with random weights moves to the torch model through your function, and both compute the
@@ -222,7 +214,7 @@ print(f"logits {torch_logits.shape}; max |NumPy - torch| = {np.max(np.abs(np_mod
 # capstone uses a peak of $2 \cdot 10^{-3}$, 100 warm-up steps, 800 steps and
 # $\text{min\_lr} = 4 \cdot 10^{-5}$ [CONFIG].
 #
-# ### Exercise 10.2 — `lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0)` (2 points)
+# ### Exercise 10.2 — `lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0)`
 
 # %% [solution] lr_at
 def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
@@ -241,15 +233,7 @@ def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
     ### END SOLUTION
 
 
-# %% [test] test_lr_at points=2
-# Tests for Exercise 10.2 (2 points).
-from encdec.checks.lesson10 import check_lr_at
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_lr_at(points=2, hidden=hidden)
+# %% [test] 10.2
 
 # %% [markdown]
 # The capstone's schedule, and Lesson 8's 2017 schedule scaled to the same peak for comparison (dashed):
@@ -331,7 +315,7 @@ print("AdamW:          matrix %.4f, gain %.4f" % one_step(torch.optim.AdamW))
 print("Adam with L2:   matrix %.4f, gain %.4f" % one_step(torch.optim.Adam))
 
 # %% [markdown]
-# ### Exercise 10.3 — `make_optimizer(model, lr, weight_decay, betas)` (2 points)
+# ### Exercise 10.3 — `make_optimizer(model, lr, weight_decay, betas)`
 #
 # Return a `torch.optim.AdamW` over **every** parameter of the model, in two groups: the parameters with
 # `p.ndim >= 2` with `weight_decay`, the others with 0. Pass on `lr` and `betas`; keep AdamW's default
@@ -354,15 +338,7 @@ def make_optimizer(model, lr, weight_decay, betas):
     ### END SOLUTION
 
 
-# %% [test] test_make_optimizer points=2
-# Tests for Exercise 10.3 (2 points).
-from encdec.checks.lesson10 import check_make_optimizer
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_make_optimizer(points=2, hidden=hidden)
+# %% [test] 10.3
 
 # %% [markdown]
 # ## 10.5 One training step in PyTorch
@@ -446,7 +422,7 @@ print(f"norm before {before.norm():.4f} (clip_grad_norm_ returned {returned:.4f}
 small.zero_grad()
 
 # %% [markdown]
-# ### Exercise 10.4 — `torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm)` (3 points)
+# ### Exercise 10.4 — `torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm)`
 #
 # `src (B, n)` and `tgt (B, m)` are integer tensors; the targets end with `<eos>` and then pads
 # (`model.config.pad_id`). Return `(loss, grad_norm)` as two Python floats (`.item()`): the loss before the
@@ -479,15 +455,7 @@ def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):
     ### END SOLUTION
 
 
-# %% [test] test_torch_train_step points=3
-# Tests for Exercise 10.4 (3 points).
-from encdec.checks.lesson10 import check_torch_train_step
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_torch_train_step(points=3, hidden=hidden)
+# %% [test] 10.4
 
 # %% [markdown]
 # Your three functions are a training loop. `encdec.capstone.train` is the same loop (plus checkpoints,
@@ -600,7 +568,7 @@ plt.show()
 # remember `model.training` first, restore it with `model.train(was_training)` at the end.
 
 # %% [markdown]
-# ### Exercise 10.5 — `exact_match(model, src, tgt, bos_id, eos_id, max_len)` (2 points)
+# ### Exercise 10.5 — `exact_match(model, src, tgt, bos_id, eos_id, max_len)`
 #
 # Decode with the model's own greedy decoding, `model.greedy_decode(src, bos_id, eos_id, max_len)`: it
 # returns `(B, L)` ids without `<bos>`, each row ending at its first `<eos>` and padded with
@@ -633,15 +601,7 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):
     ### END SOLUTION
 
 
-# %% [test] test_exact_match points=2
-# Tests for Exercise 10.5 (2 points).
-from encdec.checks.lesson10 import check_exact_match
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_exact_match(points=2, hidden=hidden)
+# %% [test] 10.5
 
 # %% [markdown]
 # **Self-check 10.4 — predict, then run.** After 200 steps the model predicts about 95% of the tokens of
@@ -754,7 +714,7 @@ def embed_at(model, tokens, position):
 # </details>
 
 # %% [markdown]
-# ### Exercise 10.6 — `greedy_decode_cached(model, src, bos_id, eos_id, max_len)` (4 points)
+# ### Exercise 10.6 — `greedy_decode_cached(model, src, bos_id, eos_id, max_len)`
 #
 # Batched greedy decoding with a KV cache on the course's torch model, under `torch.no_grad()`. It must
 # return exactly the tokens that decoding without a cache returns. The test compares your tokens with the
@@ -806,15 +766,7 @@ def greedy_decode_cached(model, src, bos_id, eos_id, max_len):
     ### END SOLUTION
 
 
-# %% [test] test_greedy_decode_cached points=4
-# Tests for Exercise 10.6 (4 points).
-from encdec.checks.lesson10 import check_greedy_decode_cached
-
-hidden = False
-### BEGIN HIDDEN TESTS
-hidden = True
-### END HIDDEN TESTS
-check_greedy_decode_cached(points=4, hidden=hidden)
+# %% [test] 10.6
 
 # %% [markdown]
 # **Self-check 10.6 — predict, then run.** In float64, are the logits that the cache computes for each
@@ -1043,7 +995,7 @@ else:
 # differ by about $6 \cdot 10^{-17}$, not 0: the all-reduce adds the two halves' gradients in another
 # order than one process's sum over the whole batch).
 #
-# ### Exercise 10.7 — order the steps (1 point)
+# ### Exercise 10.7 — order the steps
 #
 # Here are the steps of one data-parallel training step, as every process runs them, shuffled. Put them
 # in order.
@@ -1069,11 +1021,7 @@ DDP_STEP_ORDER.widget()
 ddp_step_order = [3, 5, 2, 7, 1, 6, 4]
 ### END SOLUTION
 
-# %% [test] test_ddp_step_order points=1
-# Tests for Exercise 10.7 (1 point).
-from encdec.checks.lesson10 import check_ddp_step_order
-
-check_ddp_step_order(points=1)
+# %% [test] 10.7
 
 # %% [markdown]
 # ## Summary

@@ -32,7 +32,7 @@ def lesson_mark(module):
 
 EXERCISES = [pytest.param(m, ex, marks=lesson_mark(m), id=f"{ex.number}-{ex.name}")
              for m in lesson_modules() for ex in m.EXERCISES]
-ORDERINGS = [pytest.param(o, marks=lesson_mark(m), id=o.exercise)
+ORDERINGS = [pytest.param(o, marks=lesson_mark(m), id=o.number)
              for m in lesson_modules() for o in getattr(m, "ORDERINGS", [])]
 MISTAKES = [pytest.param(p.values[0], p.values[1], mk, marks=p.marks, id=f"{p.values[1].number}-{mk.key}")
             for p in EXERCISES for mk in CATALOG[p.values[1].name]]

@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import json
 import sys
 
 import numpy as np
@@ -9,7 +10,10 @@ import pytest
 
 import encdec
 from encdec.checks import lesson01 as L
-from encdec.checks.core import Case, Checker, compare, rebind, run_student
+from encdec.checks.core import Checker, compare, rebind, run_student
+from encdec.checks.exercises import Graded
+from encdec.checks.record import MIME, collected
+from encdec.mistakes import CATALOG
 
 
 def run(checker, *args, **kwargs):
@@ -112,14 +116,15 @@ def test_a_mistake_is_charged_once_attention_uses_the_reference_softmax():
 
 
 def test_partial_credit_is_a_fraction_of_the_parts_and_never_exceeds_points():
-    c = Checker("9.9", "demo", points=3)
-    c.record("a", True)
-    c.record("b", False, "nope")
-    c.record("c", True, weight=2.0)
+    demo = Graded("9.9", "demo", "demo", points=3)
+    c = Checker(demo)
+    c.part("a", True)
+    c.part("b", False, "nope")
+    c.part("c", True, weight=2.0)
     assert c.score() == pytest.approx(2.25)
-    c = Checker("9.9", "demo", points=1)
+    c = Checker(demo, points=1)
     for _ in range(3):
-        c.record("x", True)
+        c.part("x", True)
     assert c.score() == 1
 
 
@@ -199,3 +204,164 @@ def test_rebind_reaches_names_used_by_nested_helpers():
 def test_values_that_agree_to_six_digits_show_every_digit():
     message = compare(np.array([0.3576954]), np.array([0.3576946]))
     assert "0.3576946" in message and "0.3576954" in message
+
+
+# -- the structured record: what the grader reads instead of the printed text ---------------------------
+def checked(checker, *args, **kwargs):
+    """(score, printed text, the one record) of a check run outside a kernel."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), collected() as records:
+        score = checker(*args, **kwargs)
+    assert len(records) == 1
+    return score, out.getvalue(), records[0]
+
+
+def test_the_record_holds_the_exercise_the_points_every_case_and_the_misconceptions_by_key():
+    no_shift = CATALOG.find("softmax", "no_max_shift")
+    score, text, record = checked(L.check_softmax, no_shift.impl, hidden=True)
+    assert set(record) == {"schema", "exercise", "title", "points", "score", "hidden", "status", "message",
+                           "parts", "misconceptions", "notes"}
+    assert (record["schema"], record["exercise"], record["title"], record["points"], record["hidden"],
+            record["status"], record["message"]) == (1, "1.1", "softmax", 3, True, "checked", None)
+    assert record["score"] == score == 2.25
+    rows, large = record["parts"][:2]
+    assert rows["passed"] and rows["message"] is None and {c["outcome"] for c in rows["cases"]} == {"passed"}
+    assert [(c["hidden"], c["outcome"]) for c in large["cases"]] == [(False, "failed"), (True, "not run")]
+    assert not large["passed"] and large["message"] in text
+    assert record["misconceptions"] == [{"key": "no_max_shift", "exercise": "softmax", "diagnosis": no_shift.diagnosis}]
+    assert json.loads(json.dumps(record)) == record
+
+
+def test_a_visible_check_records_the_visible_cases_only():
+    score, _, record = checked(L.check_softmax, good_softmax)
+    assert score == record["score"] == 3 and record["hidden"] is False and record["misconceptions"] == []
+    cases = [c for p in record["parts"] for c in p["cases"]]
+    assert cases and all(not c["hidden"] and c["outcome"] == "passed" for c in cases)
+
+
+def test_outside_a_kernel_the_report_is_all_that_is_printed_and_the_score_is_unchanged(capsys):
+    c = Checker(L.SOFTMAX)
+    c.part("a", True)
+    c.part("b", False, "nope")
+    score = c.result()
+    out = capsys.readouterr()
+    assert out.out == c.report() + "\n" and out.err == ""
+    assert isinstance(score, float) and score == c.score() == c.record()["score"] == 1.5
+
+
+def test_reports_count_misconceptions_by_key_whatever_the_wording(monkeypatch):
+    mistake = CATALOG.find("scaled_dot_product_attention", "no_scale")
+    _, _, before = checked(L.check_scaled_dot_product_attention, mistake.impl)
+    monkeypatch.setattr(mistake, "diagnosis", "reworded: " + mistake.diagnosis)
+    _, text, after = checked(L.check_scaled_dot_product_attention, mistake.impl)
+    keys = [m["key"] for m in after["misconceptions"]]
+    assert keys == [m["key"] for m in before["misconceptions"]] and "no_scale" in keys
+    assert after["misconceptions"][keys.index("no_scale")]["diagnosis"].startswith("reworded: ")
+    assert "reworded: " in text
+
+
+def test_a_misconception_is_recorded_once_however_often_it_is_named():
+    no_scale = CATALOG.find("scaled_dot_product_attention", "no_scale")
+    _, text, record = checked(L.check_scaled_dot_product_attention, no_scale.impl)
+    assert "Likely cause: the same as above." in text
+    keys = [m["key"] for m in record["misconceptions"]]
+    assert len(keys) == len(set(keys))
+
+
+def not_implemented(x, axis=-1):
+    raise NotImplementedError()
+
+
+def delegating(x, axis=-1):
+    return encdec.softmax(x, axis)
+
+
+@pytest.mark.parametrize("answer, status, says", [
+    (None, "no answer", "no function named `sinusoidal_positions` is defined"),
+    (not_implemented, "not implemented", "not implemented yet"),
+    (delegating, "delegated", "the very function this exercise asks you to write"),
+    (42, "error", "should be a function, got int"),
+])
+def test_a_check_that_stops_early_says_why_in_its_status(answer, status, says):
+    check = L.check_sinusoidal_positions if answer is None else L.check_softmax
+    score, text, record = checked(check, answer)
+    assert score == record["score"] == 0
+    assert record["status"] == status and says in record["message"] and record["message"] in text
+
+
+def test_tampering_found_by_the_guard_is_recorded_with_no_points(monkeypatch):
+    from encdec.checks import guard
+    monkeypatch.setattr(guard, "_snapshot", [])
+    monkeypatch.setattr(guard, "_methods", [])
+    guard.take()
+    monkeypatch.setattr(np, "isclose", lambda *args, **kwargs: True)
+    score, text, record = checked(L.check_softmax, lambda x, axis=-1: x)
+    assert score == record["score"] == 0
+    assert record["status"] == "tampered" and "numpy.isclose" in record["message"]
+    assert record["parts"] == [] and record["misconceptions"] == []
+
+
+def test_a_check_that_fails_itself_scores_zero_with_status_error_and_raises_nothing(capsys):
+    demo = Graded("9.9", "demo", "demo", points=2)
+
+    @demo.checked_by
+    def check_demo(answer=None, *, points=None, hidden=False):
+        raise KeyError("boom")
+
+    with collected() as records:
+        score = check_demo(hidden=True)
+    out = capsys.readouterr()
+    assert score == 0 and out.err == ""
+    assert "the check itself failed (KeyError: 'boom')" in out.out
+    assert (records[0]["status"], records[0]["points"], records[0]["hidden"]) == ("error", 2, True)
+
+
+def test_quizzes_record_one_part_or_one_part_per_item():
+    from encdec.checks import lesson03 as L3
+    _, _, order = checked(L.check_attention_order, L.ATTENTION_ORDER.answer)
+    assert [p["label"] for p in order["parts"]] == ["the order of the steps"] and order["score"] == 1
+    answer = {**L3.TAG_QUIZ.answer, 1: "STATE"}
+    score, _, tags = checked(L3.check_quantity_tags, answer)
+    assert len(tags["parts"]) == len(L3.TAG_QUIZ.items) and [p["passed"] for p in tags["parts"]].count(False) == 1
+    assert tags["score"] == score and tags["exercise"] == "3.6" and tags["points"] == 3
+    assert checked(L3.check_quantity_tags)[2]["status"] == "no answer"
+    assert checked(L3.check_quantity_tags, ["LEARNED"])[2]["status"] == "error"
+
+
+KERNEL_CELLS = [
+    """import numpy as np
+from encdec.checks.lesson01 import check_softmax
+
+def softmax(x, axis=-1):
+    e = np.exp(x)
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+check_softmax(hidden=True)""",
+    """from encdec.checks.record import collected
+with collected() as records:
+    check_softmax()
+len(records)""",
+]
+
+
+@pytest.mark.slow
+def test_in_a_kernel_the_record_is_displayed_beside_the_report_and_the_cell_value_is_the_score():
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in KERNEL_CELLS]
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    outputs = nb.cells[0].outputs
+    streams = [o for o in outputs if o.output_type == "stream"]
+    displays = [o for o in outputs if o.output_type == "display_data"]
+    results = [o for o in outputs if o.output_type == "execute_result"]
+    assert all(o.name == "stdout" for o in streams), "nothing may reach stderr"
+    assert "".join(o.text for o in streams).startswith("Exercise 1.1 · softmax: 2.25 / 3 points")
+    assert len(displays) == 1 and set(displays[0].data) == {MIME, "text/plain"}
+    assert displays[0].data["text/plain"] == "Exercise 1.1 · 2.25 / 3 points"
+    record = displays[0].data[MIME]
+    assert record["score"] == 2.25 and [m["key"] for m in record["misconceptions"]] == ["no_max_shift"]
+    assert outputs.index(displays[0]) < outputs.index(results[0]) and float(results[0].data["text/plain"]) == 2.25
+    collected_outputs = nb.cells[1].outputs
+    assert not [o for o in collected_outputs if o.output_type == "display_data"]
+    assert [o.data["text/plain"] for o in collected_outputs if o.output_type == "execute_result"] == ["1"]

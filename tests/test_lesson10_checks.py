@@ -12,6 +12,7 @@ import torch
 
 from encdec import decoding
 from encdec.checks import lesson10 as L
+from encdec.checks.fixtures import source_batch
 from variants.lesson10 import ALTERNATIVES
 
 pytestmark = pytest.mark.lesson10
@@ -163,7 +164,7 @@ def test_the_cached_decoders_use_the_models_norm_constant():
     from encdec import torch_model as tm
     base = L.decode_models()["two-blocks"]
     np_model = Seq2Seq(dataclasses.replace(base.config, eps=0.5), rng=0).load_parameters(base.parameters())
-    src = L._sources(337, [2, 6, 4, 1], base.config.vocab_size)
+    src = source_batch(337, [2, 6, 4, 1], base.config.vocab_size)
     expected = decoding.greedy_decode(np_model, src, L.BOS, L.EOS, 6, use_cache=False)
     assert not np.array_equal(expected, decoding.greedy_decode(base, src, L.BOS, L.EOS, 6, use_cache=False))
     twin = tm.from_numpy(np_model).eval()

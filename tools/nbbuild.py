@@ -10,11 +10,23 @@ A source is plain Python with cell markers:
     # %%                            an ordinary code cell
     # %% [setup] grade_id           a locked code cell (nbgrader restores it when grading)
     # %% [solution] grade_id        an answer cell: ### BEGIN SOLUTION ... ### END SOLUTION
-    # %% [test] grade_id points=3   an autograded test cell worth 3 points
+    # %% [test] 1.2                 the test cell of Exercise 1.2, written by the build
     # %% [demo]                     a code cell tagged "demo": figures, widgets, training runs;
                                     never needed by a graded cell, skipped when grading at scale
+
+An exercise's number, title and points are declared once, beside its checker in
+encdec.checks.lessonNN (see encdec.checks.exercises). From that declaration the build writes the
+test cell (its nbgrader id and points, the comment "Tests for Exercise 1.2 (4 points).", which names
+the method for a method exercise, the import, the hidden-tests block and the call; any lines under
+the marker go between the import and the rest)
+and appends the points to the exercise's heading: the source writes
+`### Exercise 1.2 — `scaled_dot_product_attention(Q, K, V, mask=None)``, the notebook shows
+`... (4 points)`. A test cell or heading for an exercise that is not declared, a declared exercise
+without its test cell, answer cell or heading, or a heading that states its own points, stops the
+build with a message naming the lesson and the exercise.
 """
 
+import importlib
 import re
 import sys
 from pathlib import Path
@@ -23,7 +35,13 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = re.compile(r"^# %%(?:\s*\[(\w+)\])?\s*(.*)$")
+HEADING = re.compile(r"^#{2,4} Exercise (\d+\.\d+)\b")  # an exercise's heading, in a Markdown cell
+STATED_POINTS = re.compile(r"\(\s*[\d.]+ points?\s*\)\s*$")
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+class BuildError(ValueError):
+    """A source and its lesson's declarations disagree; the message says where and how."""
 
 
 def _nbgrader(kind, grade_id, points=None):
@@ -46,7 +64,7 @@ def parse(text, name):
             continue
         if current is None:
             if line.strip():
-                raise ValueError(f"{name}: text before the first '# %%' marker: {line!r}")
+                raise BuildError(f"{name}: text before the first '# %%' marker: {line!r}")
             continue
         current[2].append(line)
     if current:
@@ -54,43 +72,132 @@ def parse(text, name):
     return cells
 
 
+def declarations(source_path):
+    """{number: declaration} of the exercises the lesson's checker module grades."""
+    from encdec.checks.exercises import declared
+
+    module_name = f"encdec.checks.lesson{source_path.stem[:2]}"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise BuildError(f"{source_path.name}: no checker module {module_name} ({exc})") from None
+    try:
+        return {graded.number: graded for graded in declared(module)}
+    except ValueError as exc:
+        raise BuildError(f"{source_path.name}: {exc}") from None
+
+
+def _points(points):
+    return int(points) if points == int(points) else points
+
+
+def test_source(graded, extra_lines, first):
+    """The test cell of a declared exercise: comment, import, extra lines, hidden tests, call."""
+    from encdec.checks.exercises import points_text
+
+    checker = graded.checker
+    method = getattr(graded, "method", None)  # a method exercise's test names the method it tests
+    lines = [f"# Tests for Exercise {graded.number}{f', {graded.title}' if method else ''} "
+             f"({points_text(graded.points)})." + (" Run this cell after your answer." if first else ""),
+             f"from {checker.__module__} import {checker.__name__}", ""]
+    if extra_lines:
+        lines += extra_lines + [""]
+    points = _points(graded.points)
+    if graded.has_hidden_tests:
+        lines += ["hidden = False", "### BEGIN HIDDEN TESTS", "hidden = True", "### END HIDDEN TESTS",
+                  f"{checker.__name__}(points={points}, hidden=hidden)"]
+    else:
+        lines.append(f"{checker.__name__}(points={points})")
+    return "\n".join(lines)
+
+
+def with_points(body, declared_exercises, name, headings):
+    """The Markdown with the declared points appended to each exercise heading."""
+    from encdec.checks.exercises import points_text
+
+    out = []
+    for line in body.split("\n"):
+        m = HEADING.match(line)
+        if m:
+            number = m.group(1)
+            graded = declared_exercises.get(number)
+            if graded is None:
+                raise BuildError(f"{name}: a heading names Exercise {number}, which "
+                                 f"{_module_of(name)} does not declare: {line!r}")
+            if STATED_POINTS.search(line):
+                raise BuildError(f"{name}: the heading of Exercise {number} states its points; write it "
+                                 f"without them (the build adds the declared {points_text(graded.points)})")
+            headings.append(number)
+            line = f"{line.rstrip()} ({points_text(graded.points)})"
+        out.append(line)
+    return "\n".join(out)
+
+
+def _module_of(name):
+    return f"encdec.checks.lesson{name[:2]}"
+
+
 def build(source_path):
-    text = Path(source_path).read_text()
+    source_path = Path(source_path)
+    name = source_path.name
+    text = source_path.read_text()
+    cells = parse(text, name)
+    declared_exercises = declarations(source_path)
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": KERNEL, "language_info": {"name": "python"}}
-    ids = set()
-    for index, (kind, options, lines) in enumerate(parse(text, source_path.name)):
+    ids, tests, headings, answers = set(), [], [], set()
+    for index, (kind, options, lines) in enumerate(cells):
         while lines and not lines[-1].strip():
             lines.pop()
         while lines and not lines[0].strip():
             lines.pop(0)
         if kind == "markdown":
             body = "\n".join(re.sub(r"^# ?", "", ln) if ln.startswith("#") else ln for ln in lines)
-            cell = nbformat.v4.new_markdown_cell(body)
+            cell = nbformat.v4.new_markdown_cell(with_points(body, declared_exercises, name, headings))
             cell.id = f"md-{index:03d}"
-        elif kind in ("code", "demo", "setup", "solution", "test"):
+        elif kind == "test":
+            graded = declared_exercises.get(options)
+            if graded is None:
+                known = ", ".join(declared_exercises) or "none"
+                raise BuildError(f"{name}: cell {index}: `# %% [test] {options}` names no exercise that "
+                                 f"{_module_of(name)} declares (it declares {known}); a test cell names its "
+                                 "exercise by number, e.g. `# %% [test] 1.2`")
+            if graded.number in tests:
+                raise BuildError(f"{name}: Exercise {graded.number} has more than one test cell")
+            cell = nbformat.v4.new_code_cell(test_source(graded, lines, first=not tests))
+            cell.metadata["nbgrader"] = _nbgrader("test", graded.grade_id, _points(graded.points))
+            cell.id = graded.grade_id
+            tests.append(graded.number)
+        elif kind in ("code", "demo", "setup", "solution"):
             cell = nbformat.v4.new_code_cell("\n".join(lines))
-            words = options.split()
-            grade_id = words[0] if words and "=" not in words[0] else None
-            opts = dict(w.split("=", 1) for w in words if "=" in w)
-            if kind in ("setup", "solution", "test"):
+            grade_id = options.split()[0] if options else None
+            if kind in ("setup", "solution"):
                 if not grade_id:
-                    raise ValueError(f"{source_path.name}: a [{kind}] cell needs a grade_id (cell {index})")
-                points = float(opts["points"]) if kind == "test" else None
-                if kind == "test" and points is not None and points == int(points):
-                    points = int(points)
-                cell.metadata["nbgrader"] = _nbgrader(kind, grade_id, points)
+                    raise BuildError(f"{name}: a [{kind}] cell needs a grade_id (cell {index})")
+                cell.metadata["nbgrader"] = _nbgrader(kind, grade_id)
                 cell.id = grade_id
+                if kind == "solution":
+                    answers.add(grade_id)
             else:
                 cell.id = f"code-{index:03d}"
             if kind == "demo":
                 cell.metadata["tags"] = ["demo"]
         else:
-            raise ValueError(f"{source_path.name}: unknown cell kind [{kind}]")
+            raise BuildError(f"{name}: unknown cell kind [{kind}]")
         if cell.id in ids:
-            raise ValueError(f"{source_path.name}: duplicate cell id {cell.id}")
+            raise BuildError(f"{name}: duplicate cell id {cell.id}")
         ids.add(cell.id)
         nb.cells.append(cell)
+    for number, graded in declared_exercises.items():
+        if number not in tests:
+            raise BuildError(f"{name}: {_module_of(name)} declares Exercise {number} ({graded.title}), but there "
+                             f"is no `# %% [test] {number}` cell")
+        if graded.answer_cell not in answers:
+            raise BuildError(f"{name}: Exercise {number} ({graded.title}) has no answer cell "
+                             f"`# %% [solution] {graded.answer_cell}`")
+        if headings.count(number) != 1:
+            raise BuildError(f"{name}: Exercise {number} ({graded.title}) needs exactly one heading "
+                             f"`### Exercise {number} — ...`, found {headings.count(number)}")
     nbformat.validate(nb)
     return nb
 
@@ -111,7 +218,11 @@ def main(argv):
         sources = [s for s in sources if any(s.stem.startswith(o) for o in only)]
     stale = []
     for src in sources:
-        text = render(build(src))
+        try:
+            text = render(build(src))
+        except BuildError as exc:
+            print(f"error: authoring/{exc}", file=sys.stderr)
+            return 2
         target = target_of(src)
         if "--check" in argv:
             if not target.exists() or target.read_text() != text:

@@ -1,4 +1,4 @@
-"""Attention: softmax, masks, scaled dot-product attention and multi-head attention.
+"""Attention: softmax, dropout, masks, scaled dot-product attention and multi-head attention.
 
 Shapes use the course's letters: m target (query) positions, n source (key/value) positions,
 d_model the model width, d_k the width of one head, h the number of heads. Every function
@@ -9,6 +9,8 @@ visible and -inf where it is hidden, broadcastable to the scores `(..., m, n)` (
 Fully masked rows: when every key of a query row is hidden, softmax returns zeros for that
 row (not NaN), so the row's attention output is the zero vector. No NaN ever leaks out.
 """
+
+import numbers
 
 import numpy as np
 
@@ -28,6 +30,26 @@ def softmax(x, axis=-1):
     e = np.exp(x - x_max)
     total = np.sum(e, axis=axis, keepdims=True)
     return e / np.where(total == 0.0, 1.0, total)
+
+
+def dropout(x, rate, rng, training=True):
+    """Inverted dropout: zero each entry with probability `rate`, scale the kept ones by 1 / (1 - rate).
+
+    One uniform number per entry, u = rng.random(x.shape); an entry is kept where u >= rate.
+    The expectation is unchanged: E[dropout(x)] = x, so nothing needs rescaling at inference.
+    Inputs:  x of any shape; rate [CONFIG] in [0, 1); rng a numpy Generator; training: False for
+             eval mode.
+    Returns: an array shaped like x. With training=False or rate=0, x itself (nothing drawn).
+    """
+    if not (isinstance(rate, numbers.Real) and 0 <= rate < 1):
+        raise ValueError(f"dropout rate must lie in [0, 1), got {rate!r}")
+    if not training or rate == 0:
+        return x
+    x = as_float(x, "x", min_ndim=0)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    keep = rng.random(x.shape) >= rate
+    return x * keep / (1.0 - rate)
 
 
 def create_causal_mask(seq_len):
@@ -149,7 +171,6 @@ class MultiHeadAttention:
         Q = split_heads(q @ self.W_q, self.n_heads)  # (..., h, m, d_k)
         heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # (..., h, m, d_k)
         if dropout_rate:
-            from .layers import dropout  # encdec.layers imports this module: import on use
             heads = dropout(weights, dropout_rate, dropout_rng) @ V  # (..., h, m, d_k)
         return merge_heads(heads) @ self.W_o, weights
 

@@ -10,12 +10,10 @@ it is added to x; attention dropout drops the attention weights after the softma
 dropout_rate=0 a block computes exactly what it computes without dropout.
 """
 
-import numbers
-
 import numpy as np
 
 from ._shapes import as_float, check_last_dim
-from .attention import MultiHeadAttention, _init_matrix
+from .attention import MultiHeadAttention, _init_matrix, dropout
 
 
 def rms_norm(x, gamma, eps=1e-6):
@@ -53,26 +51,6 @@ def sinusoidal_positions(n, d):
     pe[:, 0::2] = np.sin(angles)
     pe[:, 1::2] = np.cos(angles[:, : int(d) // 2])
     return pe
-
-
-def dropout(x, rate, rng, training=True):
-    """Inverted dropout: zero each entry with probability `rate`, scale the kept ones by 1 / (1 - rate).
-
-    One uniform number per entry, u = rng.random(x.shape); an entry is kept where u >= rate.
-    The expectation is unchanged: E[dropout(x)] = x, so nothing needs rescaling at inference.
-    Inputs:  x of any shape; rate [CONFIG] in [0, 1); rng a numpy Generator; training: False for
-             eval mode.
-    Returns: an array shaped like x. With training=False or rate=0, x itself (nothing drawn).
-    """
-    if not (isinstance(rate, numbers.Real) and 0 <= rate < 1):
-        raise ValueError(f"dropout rate must lie in [0, 1), got {rate!r}")
-    if not training or rate == 0:
-        return x
-    x = as_float(x, "x", min_ndim=0)
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
-    keep = rng.random(x.shape) >= rate
-    return x * keep / (1.0 - rate)
 
 
 class FeedForward:

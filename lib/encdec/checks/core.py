@@ -10,11 +10,13 @@ It is written for nbgrader test cells:
   exercise's points, which nbgrader records as partial credit;
 - every message goes to stdout. Student code runs with warnings captured and stdout/stderr
   redirected, because nbgrader gives zero to a test cell that writes anything to stderr;
-- a checker never raises: a crash of student code becomes a message and lost points.
+- a checker never raises: a crash of student code becomes a message and lost points;
+- next to the printed report, each check publishes a record (Checker.record(): the exercise, the
+  points, each part and case with its outcome, the misconceptions by catalog key), which the
+  grader reads instead of the text (encdec.checks.record).
 """
 
 import contextlib
-import inspect
 import io
 import math
 import sys
@@ -24,6 +26,8 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .record import SCHEMA, publish
 
 PASS, FAIL = "✓", "✗"
 
@@ -209,78 +213,6 @@ def same(a, b, float32=False):
     return compare(a, b, float32) is None
 
 
-# -- the catalog of known mistakes -----------------------------------------------------------------
-@dataclass
-class Mistake:
-    exercise: str
-    key: str
-    diagnosis: str
-    impl: object  # a function (or a method to put in place of the exercise's method)
-
-    def run(self, args, kwargs):
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            try:
-                return self.impl(*args, **(kwargs or {})), None
-            except Exception as exc:  # a mistake may fail the way the student's code fails
-                return None, exc
-
-
-def bind_catalog(mistakes, obj):
-    """Mistakes written as methods (def __call__(self, ...)) bound to an instance `obj`."""
-    import dataclasses
-    return [dataclasses.replace(m, impl=types.MethodType(m.impl, obj)) for m in mistakes]
-
-
-class Catalog:
-    """Known-wrong implementations of each exercise, each with the misconception it shows."""
-
-    def __init__(self):
-        self.entries = {}
-
-    def mistake(self, exercise, key, diagnosis):
-        def register(fn):
-            self.entries.setdefault(exercise, []).append(Mistake(exercise, key, diagnosis, fn))
-            return fn
-        return register
-
-    def __getitem__(self, exercise):
-        return self.entries.get(exercise, [])
-
-    def find(self, exercise, key):
-        for m in self[exercise]:
-            if m.key == key:
-                return m
-        raise KeyError(f"{exercise}: no mistake {key!r}")
-
-
-@dataclass
-class Exercise:
-    """A graded exercise: what the student defines and how it is checked.
-
-    `checker(answer, points=..., hidden=...)` grades an answer. For a class exercise the student
-    writes `method` of class `name`; `answer_from(impl)` turns a function (a catalog mistake or
-    a correct variant) into an answer the checker accepts.
-    """
-
-    number: str
-    name: str
-    checker: object
-    points: float
-    reference: object = None
-    method: str = None
-    cell: str = None  # grade_id of the answer cell; defaults to `name`
-
-    @property
-    def answer_cell(self):
-        return self.cell or self.name
-
-    def answer_from(self, impl):
-        if self.method is None:
-            return impl
-        return type(self.name, (self.reference,), {self.method: impl})
-
-
 # -- the checker ------------------------------------------------------------------------------------
 @dataclass
 class Case:
@@ -293,15 +225,39 @@ class Case:
     hidden: bool = False
 
 
-class Checker:
-    """Collects the parts of one exercise's check, prints the report and returns the score."""
+@dataclass
+class Part:
+    """One graded part of a check: its cases' outcomes ("passed", "failed", "not run") in order."""
 
-    def __init__(self, exercise, title, points, hidden=False):
-        self.exercise, self.title, self.points, self.hidden = exercise, title, points, hidden
-        self.parts = []  # (label, weight, ok, message)
+    label: str
+    weight: float
+    passed: bool
+    message: str = ""
+    cases: list = field(default_factory=list)  # [(label, hidden, outcome)]
+
+
+class Checker:
+    """Collects the parts of one exercise's check, prints the report, publishes the record and
+    returns the score.
+
+    `exercise` is the exercise's declaration (encdec.checks.exercises): its number, title and
+    points; `points` overrides the declared points. The check stops early, with a status the
+    record carries, when there is nothing to check: "no answer" (nothing of that name), "not
+    implemented" (the stub still raises NotImplementedError), "delegated" (the answer calls the
+    reference), "tampered" (code the checks rely on was replaced), "error" (an answer of the wrong
+    kind, an object that cannot be built, a check that failed). Otherwise the status is "checked".
+    """
+
+    def __init__(self, exercise, points=None, hidden=False):
+        self.exercise, self.title = exercise.number, exercise.title
+        self.points = exercise.points if points is None else points
+        self.hidden = hidden
+        self.parts = []  # Part
         self.notes = []
         self.stopped = None  # a message that ends the check early (no answer, delegation)
-        self.diagnoses = []  # misconceptions named so far (each explained once)
+        self.status = "checked"
+        self.diagnoses = []  # the diagnoses shown so far (each explained once)
+        self.misconceptions = []  # the catalog mistakes named, each once
 
     # finding the answer
     def find(self, obj, name, kind="function"):
@@ -309,34 +265,49 @@ class Checker:
         if obj is None:
             obj = _caller_namespace().get(name)
         if obj is None:
-            self.stopped = (f"no {kind} named `{name}` is defined. Run the cell that defines it "
-                            f"(and keep the name `{name}`), then run this test again.")
+            self.stop(f"no {kind} named `{name}` is defined. Run the cell that defines it "
+                      f"(and keep the name `{name}`), then run this test again.", "no answer")
             return None
         if kind == "class" and not isinstance(obj, type):
-            self.stopped = f"`{name}` should be a class, got {type(obj).__name__}"
+            self.stop(f"`{name}` should be a class, got {type(obj).__name__}", "error")
             return None
         if kind == "function" and not callable(obj):
-            self.stopped = f"`{name}` should be a function, got {type(obj).__name__}"
+            self.stop(f"`{name}` should be a function, got {type(obj).__name__}", "error")
             return None
         return obj
+
+    def stop(self, message, status):
+        """End the check early: `message` says why, `status` is what the record calls it."""
+        self.stopped, self.status = message, status
 
     def note(self, text):
         if text not in self.notes:
             self.notes.append(text)
 
     # recording parts
-    def record(self, label, ok, message="", weight=1.0):
-        self.parts.append((label, weight, bool(ok), message))
+    def part(self, label, ok, message="", weight=1.0, cases=(), failed=None):
+        """Record one part. `cases` are the cases the part ran through, in order; `failed` is the one
+        it stopped at (the cases after it were not run). Returns ok."""
+        outcomes, after_failure = [], False
+        for case in cases:
+            if after_failure or (failed is None and not ok):
+                outcome = "not run"
+            elif case is failed:
+                outcome, after_failure = "failed", True
+            else:
+                outcome = "passed"
+            outcomes.append((case.label, bool(case.hidden), outcome))
+        self.parts.append(Part(label, weight, bool(ok), message, outcomes))
         return ok
 
     def _explain_error(self, outcome):
         if outcome.delegated:
-            self.stopped = (f"your code calls the reference `{outcome.delegated}` from encdec, the very "
-                            "function this exercise asks you to write. Write it yourself with NumPy.")
+            self.stop(f"your code calls the reference `{outcome.delegated}` from encdec, the very "
+                      "function this exercise asks you to write. Write it yourself with NumPy.", "delegated")
             return self.stopped
         exc = outcome.error
         if isinstance(exc, NotImplementedError):
-            self.stopped = "not implemented yet: replace `raise NotImplementedError()` with your code"
+            self.stop("not implemented yet: replace `raise NotImplementedError()` with your code", "not implemented")
             return self.stopped
         return f"your code raised {outcome.error_text}"
 
@@ -348,6 +319,10 @@ class Checker:
         if outcome.printed.strip():
             self.note("your code printed while being checked (not shown here).")
 
+    def to_run(self, cases):
+        """The cases this check runs: the visible ones, and the hidden ones when grading."""
+        return [case for case in cases if self.hidden or not case.hidden]
+
     def check_cases(self, label, student, reference, cases, catalog=(), forbidden=(), weight=1.0,
                     names=None, postprocess=None):
         """One part: every case must match the reference; on the first mismatch diagnose it.
@@ -358,9 +333,8 @@ class Checker:
         """
         if self.stopped:
             return False
+        cases = self.to_run(cases)
         for case in cases:
-            if case.hidden and not self.hidden:
-                continue
             args = _copy(case.args)
             outcome = run_student(student, args, _copy(case.kwargs), forbidden)
             self._absorb(outcome, case.label)
@@ -370,27 +344,36 @@ class Checker:
             if outcome.error is not None:
                 if outcome.delegated or isinstance(outcome.error, NotImplementedError):
                     self._explain_error(outcome)
-                    return self.record(label, False, self.stopped, weight)
-                diagnosis = self._once(diagnose_error(outcome.error, catalog, case))
+                    return self.part(label, False, self.stopped, weight, cases, case)
+                diagnosis = self.likely_cause(diagnose_error(outcome.error, catalog, case))
                 msg = self._explain_error(outcome)
-                return self.record(label, False, _join(case, msg, diagnosis), weight)
+                return self.part(label, False, _join(case, msg, diagnosis), weight, cases, case)
             got = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
             problem = compare(got, expected, case.float32, names)
             if problem:
-                diagnosis = self._once(diagnose(got, catalog, case, case.float32, postprocess))
-                return self.record(label, False, _join(case, problem, diagnosis), weight)
+                diagnosis = self.likely_cause(diagnose(got, catalog, case, case.float32, postprocess))
+                return self.part(label, False, _join(case, problem, diagnosis), weight, cases, case)
             if not _inputs_untouched(args, case.args):
                 self.note("your function changed one of its input arrays in place; "
                           "callers do not expect that (use x = x - ... rather than x -= ...).")
-        return self.record(label, True, "", weight)
+        return self.part(label, True, "", weight, cases)
 
-    def _once(self, diagnosis):
-        if not diagnosis:
+    def likely_cause(self, mistake):
+        """What to print as the likely cause of a failure: the mistake's diagnosis the first time it
+        is seen, "the same as above." after that, "" when no catalog mistake matched."""
+        if mistake is None:
             return ""
-        if diagnosis in self.diagnoses:
+        self.misconception(mistake)
+        if mistake.diagnosis in self.diagnoses:
             return "the same as above."
-        self.diagnoses.append(diagnosis)
-        return diagnosis
+        self.diagnoses.append(mistake.diagnosis)
+        return mistake.diagnosis
+
+    def misconception(self, mistake):
+        """Record that the answer shows catalog mistake `mistake`; returns its diagnosis."""
+        if all(m.key != mistake.key or m.exercise != mistake.exercise for m in self.misconceptions):
+            self.misconceptions.append(mistake)
+        return mistake.diagnosis
 
     def check(self, label, condition_fn, message, weight=1.0):
         """A part decided by a predicate (run safely): condition_fn() -> bool."""
@@ -399,42 +382,64 @@ class Checker:
         outcome = run_student(condition_fn)
         self._absorb(outcome, label)
         if outcome.error is not None:
-            return self.record(label, False, self._explain_error(outcome), weight)
-        return self.record(label, bool(outcome.value), "" if outcome.value else message, weight)
+            return self.part(label, False, self._explain_error(outcome), weight)
+        return self.part(label, bool(outcome.value), "" if outcome.value else message, weight)
 
     # the result
     def score(self):
         if self.stopped or not self.parts:
             return 0.0
-        total = sum(w for _, w, _, _ in self.parts)
-        earned = sum(w for _, w, ok, _ in self.parts if ok)
+        total = sum(p.weight for p in self.parts)
+        earned = sum(p.weight for p in self.parts if p.passed)
         return math.floor(self.points * earned / total * 100 + 1e-9) / 100
+
+    def summary(self):
+        """'Exercise 1.2 · scaled_dot_product_attention: 2.25 / 4 points'."""
+        return (f"Exercise {self.exercise} · {self.title}: {_fmt_points(self.score())} / "
+                f"{_fmt_points(self.points)} points")
 
     def report(self):
         score = self.score()
-        lines = [f"Exercise {self.exercise} · {self.title}: {_fmt_points(score)} / {_fmt_points(self.points)} points"
-                 + ("  (with the hidden grading cases)" if self.hidden else "")]
+        lines = [self.summary() + ("  (with the hidden grading cases)" if self.hidden else "")]
         if self.stopped:
             lines.append(f"  {FAIL} {self.stopped}")
-        for label, _, ok, message in self.parts:
-            if not (self.stopped and not ok and message == self.stopped):
-                lines.append(f"  {PASS if ok else FAIL} {label}" + (f": {message}" if message else ""))
+        for p in self.parts:
+            if not (self.stopped and not p.passed and p.message == self.stopped):
+                lines.append(f"  {PASS if p.passed else FAIL} {p.label}" + (f": {p.message}" if p.message else ""))
         for note in self.notes:
             lines.append(f"  note: {note}")
         if score == self.points:
             lines.append("  All checks pass.")
         return "\n".join(lines)
 
+    def record(self):
+        """The check as data, for the grader (the contract: encdec.checks.record)."""
+        return {
+            "schema": SCHEMA, "exercise": self.exercise, "title": self.title, "points": self.points,
+            "score": self.score(), "hidden": bool(self.hidden), "status": self.status,
+            "message": self.stopped or None,
+            "parts": [{"label": p.label, "weight": p.weight, "passed": p.passed,
+                       "cases": [{"label": label, "hidden": hidden, "outcome": outcome}
+                                 for label, hidden, outcome in p.cases],
+                       "message": p.message or None} for p in self.parts],
+            "misconceptions": [{"key": m.key, "exercise": m.exercise, "diagnosis": m.diagnosis}
+                               for m in self.misconceptions],
+            "notes": list(self.notes),
+        }
+
     def result(self):
-        """Print the report to stdout and return the score (the test cell's value)."""
+        """Print the report to stdout, publish the record, and return the score (the test cell's value)."""
         from . import guard
         changed = guard.violations()
         if changed:
             shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
-            self.stopped = (f"the code the tests rely on was modified ({shown} replaced), so this check "
-                            "cannot be trusted: no points. Remove the code that changes it and run the notebook again.")
-            self.parts = []
+            self.stop(f"the code the tests rely on was modified ({shown} replaced), so this check "
+                      "cannot be trusted: no points. Remove the code that changes it and run the notebook again.",
+                      "tampered")
+            self.parts, self.misconceptions = [], []
         print(self.report())
+        publish(self.record(), f"Exercise {self.exercise} · {_fmt_points(self.score())} / "
+                               f"{_fmt_points(self.points)} points")
         return self.score()
 
 
@@ -442,11 +447,13 @@ def _fmt_points(x):
     return f"{x:g}"
 
 
+def with_cause(text, diagnosis):
+    """A failure message, followed by its likely cause when one was found."""
+    return text + (f"\n      Likely cause: {diagnosis}" if diagnosis else "")
+
+
 def _join(case, problem, diagnosis):
-    text = f"[{case.label}] {problem}"
-    if diagnosis:
-        text += f"\n      Likely cause: {diagnosis}"
-    return text
+    return with_cause(f"[{case.label}] {problem}", diagnosis)
 
 
 def _safe(fn, value):
@@ -477,7 +484,7 @@ def _inputs_untouched(after, before):
 
 
 def diagnose(got, catalog, case, float32=False, postprocess=None):
-    """The diagnosis of the first catalog mistake whose output equals the student's, else ''."""
+    """The first catalog mistake whose output on this case equals the student's, else None."""
     for m in catalog:
         value, error = m.run(_copy(case.args), _copy(case.kwargs))
         if error is not None:
@@ -485,14 +492,14 @@ def diagnose(got, catalog, case, float32=False, postprocess=None):
         if postprocess is not None:
             value = _safe(postprocess, value)
         if compare(got, value, float32) is None:
-            return m.diagnosis
-    return ""
+            return m
+    return None
 
 
 def diagnose_error(exc, catalog, case):
-    """A mistake that fails on this input with exactly the student's error (type and message)."""
+    """The first catalog mistake that fails on this case with exactly the student's error (type and message)."""
     for m in catalog:
         _, error = m.run(_copy(case.args), _copy(case.kwargs))
         if error is not None and type(error) is type(exc) and str(error) == str(exc):
-            return m.diagnosis
-    return ""
+            return m
+    return None

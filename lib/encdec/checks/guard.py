@@ -38,11 +38,11 @@ def take():
 
     import numpy  # noqa: F401  (watched)
     import encdec  # noqa: F401
-    from . import core, ordering  # noqa: F401
-    from .. import checks, mistakes
-    for package in (checks, mistakes):  # every lesson's checkers and catalog, imported up front
+    checks = __name__.rpartition(".")[0]
+    for name in (checks, checks.rpartition(".")[0] + ".mistakes"):  # every lesson's checkers and catalog,
+        package = importlib.import_module(name)  # loaded by name: the checkers import this module
         for info in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{package.__name__}.{info.name}")
+            importlib.import_module(f"{name}.{info.name}")
     del _snapshot[:], _methods[:]
     for module in _watched_modules():
         for name, value in list(vars(module).items()):
@@ -56,15 +56,6 @@ def take():
                         if isinstance(member, (types.FunctionType, property, staticmethod, classmethod)):
                             _methods.append((value, attr, member))
     _snapshot.append((sys, "modules", sys.modules))
-
-
-def watch_module(module):
-    """Add a module imported after take() (a lesson's checkers) to the snapshot."""
-    if not _snapshot:
-        return
-    for name, value in list(vars(module).items()):
-        if isinstance(value, (types.FunctionType, type)):
-            _snapshot.append((module, name, value))
 
 
 def violations():

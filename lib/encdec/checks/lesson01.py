@@ -1,7 +1,7 @@
 """Checkers for lesson 01, Attention from scratch.
 
-Exercise 1.1 softmax (3 points), 1.2 scaled_dot_product_attention (4), 1.3 sinusoidal_positions (2),
-1.4 the order of the steps of attention (1).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES and ORDERINGS,
+at the end, list them.
 """
 
 import numpy as np
@@ -9,19 +9,15 @@ import numpy as np
 from .. import attention, layers
 from ..mistakes import CATALOG
 from ..mistakes import lesson01 as _register  # noqa: F401  (fills the catalog)
-from .core import Case, Checker, Exercise, rebind
+from .core import Case, Checker, rebind
+from .exercises import Exercise
+from .fixtures import generator
 from .ordering import Ordering, Step
-
-POINTS = {"1.1": 3, "1.2": 4, "1.3": 2, "1.4": 1}
-
-
-def _rng(seed):
-    return np.random.default_rng(seed)
 
 
 # -- Exercise 1.1 -------------------------------------------------------------------------------------
 def softmax_cases():
-    r = _rng(11)
+    r = generator(11)
     far_apart = np.stack([r.normal(size=5) + 1e3, r.normal(size=5) - 1e3, r.normal(size=5) * 1e3])
     return {
         "rows": [Case("a (3, 5) matrix of scores", (r.normal(size=(3, 5)) * 2,)),
@@ -37,9 +33,13 @@ def softmax_cases():
     }
 
 
-def check_softmax(softmax=None, *, points=POINTS["1.1"], hidden=False):
-    """Exercise 1.1: stable softmax along `axis`."""
-    c = Checker("1.1", "softmax", points, hidden)
+SOFTMAX = Exercise("1.1", "softmax", points=3, reference=attention.softmax)
+
+
+@SOFTMAX.checked_by
+def check_softmax(softmax=None, *, points=None, hidden=False):
+    """Stable softmax along `axis`."""
+    c = Checker(SOFTMAX, points, hidden)
     fn = c.find(softmax, "softmax")
     cases, catalog = softmax_cases(), CATALOG["softmax"]
     common = dict(catalog=catalog, forbidden=[attention.softmax])
@@ -52,7 +52,7 @@ def check_softmax(softmax=None, *, points=POINTS["1.1"], hidden=False):
 
 # -- Exercise 1.2 -------------------------------------------------------------------------------------
 def attention_cases():
-    r = _rng(12)
+    r = generator(12)
 
     def qkv(lead, m, n, d_k, d_v, scale=1.0, dtype=np.float64):
         return tuple((r.normal(size=lead + s) * scale).astype(dtype)
@@ -75,13 +75,18 @@ def attention_cases():
     }
 
 
-def check_scaled_dot_product_attention(scaled_dot_product_attention=None, *, points=POINTS["1.2"], hidden=False):
-    """Exercise 1.2: softmax(Q K^T / sqrt(d_k) + mask) V, returning (output, weights).
+SCALED_DOT_PRODUCT_ATTENTION = Exercise("1.2", "scaled_dot_product_attention", points=4,
+                                        reference=attention.scaled_dot_product_attention)
+
+
+@SCALED_DOT_PRODUCT_ATTENTION.checked_by
+def check_scaled_dot_product_attention(scaled_dot_product_attention=None, *, points=None, hidden=False):
+    """softmax(Q K^T / sqrt(d_k) + mask) V, returning (output, weights).
 
     Your `softmax` is replaced by the reference while this runs, so a mistake in Exercise 1.1
     is not charged again here.
     """
-    c = Checker("1.2", "scaled_dot_product_attention", points, hidden)
+    c = Checker(SCALED_DOT_PRODUCT_ATTENTION, points, hidden)
     fn = c.find(scaled_dot_product_attention, "scaled_dot_product_attention")
     fn = rebind(fn, softmax=attention.softmax)
     cases = attention_cases()
@@ -96,9 +101,13 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention=None, *, poi
 
 
 # -- Exercise 1.3 -------------------------------------------------------------------------------------
-def check_sinusoidal_positions(sinusoidal_positions=None, *, points=POINTS["1.3"], hidden=False):
-    """Exercise 1.3: PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same)."""
-    c = Checker("1.3", "sinusoidal_positions", points, hidden)
+SINUSOIDAL_POSITIONS = Exercise("1.3", "sinusoidal_positions", points=2, reference=layers.sinusoidal_positions)
+
+
+@SINUSOIDAL_POSITIONS.checked_by
+def check_sinusoidal_positions(sinusoidal_positions=None, *, points=None, hidden=False):
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same)."""
+    c = Checker(SINUSOIDAL_POSITIONS, points, hidden)
     fn = c.find(sinusoidal_positions, "sinusoidal_positions")
     common = dict(catalog=CATALOG["sinusoidal_positions"], forbidden=[layers.sinusoidal_positions])
     ref = layers.sinusoidal_positions
@@ -112,7 +121,7 @@ def check_sinusoidal_positions(sinusoidal_positions=None, *, points=POINTS["1.3"
 
 # -- Exercise 1.4 -------------------------------------------------------------------------------------
 ATTENTION_ORDER = Ordering(
-    "1.4", "the steps of attention, in order", "attention_order",
+    "1.4", "the steps of attention, in order", "attention_order", points=1,
     steps=[
         Step("look up each token's embedding vector",
              "Everything starts from the tokens' vectors: there is nothing to add positions to before them."),
@@ -132,15 +141,11 @@ ATTENTION_ORDER = Ordering(
 )
 
 
-def check_attention_order(attention_order=None, *, points=POINTS["1.4"]):
-    """Exercise 1.4: all or nothing."""
+@ATTENTION_ORDER.checked_by
+def check_attention_order(attention_order=None, *, points=None):
+    """All or nothing."""
     return ATTENTION_ORDER.check(attention_order, points)
 
 
-EXERCISES = [
-    Exercise("1.1", "softmax", check_softmax, POINTS["1.1"], attention.softmax),
-    Exercise("1.2", "scaled_dot_product_attention", check_scaled_dot_product_attention, POINTS["1.2"],
-             attention.scaled_dot_product_attention),
-    Exercise("1.3", "sinusoidal_positions", check_sinusoidal_positions, POINTS["1.3"], layers.sinusoidal_positions),
-]
+EXERCISES = [SOFTMAX, SCALED_DOT_PRODUCT_ATTENTION, SINUSOIDAL_POSITIONS]
 ORDERINGS = [ATTENTION_ORDER]

@@ -1,8 +1,7 @@
 """Checkers for lesson 02, The encoder stack.
 
-Exercise 2.1 rms_norm (2 points), 2.2 gelu (2), 2.3 padding_mask (2), 2.4 MultiHeadAttention.__call__
-(5), 2.5 FeedForward.__call__ (2), 2.6 EncoderBlock.__call__ (4), 2.7 the order of the steps of an
-encoder block (1).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES and ORDERINGS,
+at the end, list them.
 
 Class exercises: the checker builds the student's object with the student's own constructor, then
 copies randomised reference weights into it by attribute name (no all-ones gains, no zero
@@ -16,10 +15,11 @@ import numpy as np
 from .. import attention, layers
 from ..mistakes import CATALOG
 from ..mistakes import lesson02 as _register  # noqa: F401  (fills the catalog)
-from .core import Case, Checker, Exercise, bind_catalog, rebind, run_student
+from .catalog import bind_catalog
+from .core import Case, Checker, rebind, run_student
+from .exercises import Exercise
+from .fixtures import generator, randomize
 from .ordering import Ordering, Step
-
-POINTS = {"2.1": 2, "2.2": 2, "2.3": 2, "2.4": 5, "2.5": 2, "2.6": 4, "2.7": 1}
 
 # Earlier exercises a student's answer may call: each runs as the reference while a later
 # exercise is checked, so a mistake is charged once, where it was made.
@@ -28,19 +28,10 @@ EARLIER = dict(softmax=attention.softmax, scaled_dot_product_attention=attention
                MultiHeadAttention=attention.MultiHeadAttention, FeedForward=layers.FeedForward)
 
 
-def _rng(seed):
-    return np.random.default_rng(seed)
-
-
-def randomize(obj, rng):
-    """Random values for every parameter of a reference object, in place: gains in [0.5, 1.5],
-    biases around 0, matrices with entries of size about 1/sqrt(d_in)."""
-    for name, p in obj.parameters().items():
-        if p.ndim == 1:
-            p[...] = rng.uniform(0.5, 1.5, size=p.shape) if "gamma" in name else rng.normal(0.0, 0.3, size=p.shape)
-        else:
-            p[...] = rng.normal(0.0, 1.0 / np.sqrt(p.shape[0]), size=p.shape)
-    return obj
+def random_layer(layer, seed):
+    """A reference layer with every parameter random: gains in [0.5, 1.5], biases around 0, matrices
+    with entries of size about 1/sqrt(d_in)."""
+    return randomize(layer, generator(seed), 1.0, fan_in=True)
 
 
 def build_student(c, cls, args, ref_obj, attributes, what):
@@ -48,23 +39,23 @@ def build_student(c, cls, args, ref_obj, attributes, what):
     `attributes`; None when that fails (the check stops, or the part fails, with a message)."""
     outcome = run_student(cls, args)
     if outcome.error is not None:  # nothing can be checked without an object
-        c.stopped = (f"building `{cls.__name__}{args}` raised {outcome.error_text}. Keep the given "
-                     "constructor, and run the cell that defines the class again.")
+        c.stop(f"building `{cls.__name__}{args}` raised {outcome.error_text}. Keep the given "
+               "constructor, and run the cell that defines the class again.", "error")
         return None
     obj = outcome.value
     for name in attributes:
         try:
             setattr(obj, name, copy.deepcopy(getattr(ref_obj, name)))
         except Exception as exc:  # a read-only property, say
-            c.record(what, False, f"could not set `{name}` on your object ({type(exc).__name__}: {exc}); "
-                                  "keep the attribute names of the given constructor")
+            c.part(what, False, f"could not set `{name}` on your object ({type(exc).__name__}: {exc}); "
+                                "keep the attribute names of the given constructor")
             return None
     return obj
 
 
 # -- Exercise 2.1 -------------------------------------------------------------------------------------
 def rms_norm_cases():
-    r = _rng(21)
+    r = generator(21)
 
     def gamma(d, dtype=np.float64):
         return r.uniform(0.5, 1.5, size=d).astype(dtype)
@@ -84,9 +75,13 @@ def rms_norm_cases():
     }
 
 
-def check_rms_norm(rms_norm=None, *, points=POINTS["2.1"], hidden=False):
-    """Exercise 2.1: x / sqrt(mean(x^2) + eps) * gamma over the last axis."""
-    c = Checker("2.1", "rms_norm", points, hidden)
+RMS_NORM = Exercise("2.1", "rms_norm", points=2, reference=layers.rms_norm)
+
+
+@RMS_NORM.checked_by
+def check_rms_norm(rms_norm=None, *, points=None, hidden=False):
+    """x / sqrt(mean(x^2) + eps) * gamma over the last axis."""
+    c = Checker(RMS_NORM, points, hidden)
     fn = c.find(rms_norm, "rms_norm")
     cases = rms_norm_cases()
     common = dict(catalog=CATALOG["rms_norm"], forbidden=[layers.rms_norm])
@@ -98,7 +93,7 @@ def check_rms_norm(rms_norm=None, *, points=POINTS["2.1"], hidden=False):
 
 # -- Exercise 2.2 -------------------------------------------------------------------------------------
 def gelu_cases():
-    r = _rng(22)
+    r = generator(22)
     return {
         "values": [Case("a grid of 41 inputs from -5 to 5", (np.linspace(-5.0, 5.0, 41),)),
                    Case("a (3, 4) matrix", (r.normal(size=(3, 4)) * 2,)),
@@ -111,9 +106,13 @@ def gelu_cases():
     }
 
 
-def check_gelu(gelu=None, *, points=POINTS["2.2"], hidden=False):
-    """Exercise 2.2: GELU, tanh form, elementwise."""
-    c = Checker("2.2", "gelu", points, hidden)
+GELU = Exercise("2.2", "gelu", points=2, reference=layers.gelu)
+
+
+@GELU.checked_by
+def check_gelu(gelu=None, *, points=None, hidden=False):
+    """GELU, tanh form, elementwise."""
+    c = Checker(GELU, points, hidden)
     fn = c.find(gelu, "gelu")
     cases = gelu_cases()
     common = dict(catalog=CATALOG["gelu"], forbidden=[layers.gelu])
@@ -136,9 +135,13 @@ def padding_mask_cases():
     }
 
 
-def check_padding_mask(padding_mask=None, *, points=POINTS["2.3"], hidden=False):
-    """Exercise 2.3: an additive (..., 1, 1, n) mask, -inf at pad keys, 0.0 elsewhere."""
-    c = Checker("2.3", "padding_mask", points, hidden)
+PADDING_MASK = Exercise("2.3", "padding_mask", points=2, reference=attention.padding_mask)
+
+
+@PADDING_MASK.checked_by
+def check_padding_mask(padding_mask=None, *, points=None, hidden=False):
+    """An additive (..., 1, 1, n) mask, -inf at pad keys, 0.0 elsewhere."""
+    c = Checker(PADDING_MASK, points, hidden)
     fn = c.find(padding_mask, "padding_mask")
     cases = padding_mask_cases()
     common = dict(catalog=CATALOG["padding_mask"], forbidden=[attention.padding_mask])
@@ -155,7 +158,7 @@ MHA_ATTRIBUTES = ("W_q", "W_k", "W_v", "W_o", "n_heads", "d_k", "d_model")
 
 def mha_parts():
     """(label, d_model, n_heads, cases): one reference layer per part."""
-    r = _rng(24)
+    r = generator(24)
     x = r.normal
     tokens = np.array([[4, 8, 2, 0, 0], [3, 3, 6, 1, 7]])
     pad5 = attention.padding_mask(tokens, 0)  # (2, 1, 1, 5)
@@ -184,13 +187,18 @@ def mha_parts():
     ]
 
 
-def check_multi_head_attention(MultiHeadAttention=None, *, points=POINTS["2.4"], hidden=False):
-    """Exercise 2.4: project, split heads, attend, merge heads, project with W_o.
+MULTI_HEAD_ATTENTION = Exercise("2.4", "MultiHeadAttention", points=5, reference=attention.MultiHeadAttention,
+                                method="__call__", cell="multi_head_attention")
+
+
+@MULTI_HEAD_ATTENTION.checked_by
+def check_multi_head_attention(MultiHeadAttention=None, *, points=None, hidden=False):
+    """Project, split heads, attend, merge heads, project with W_o.
 
     Your class is built with your constructor and given the same random weights as the reference.
     `softmax` and `scaled_dot_product_attention` run as the reference while this is checked.
     """
-    c = Checker("2.4", "MultiHeadAttention.__call__", points, hidden)
+    c = Checker(MULTI_HEAD_ATTENTION, points, hidden)
     cls = c.find(MultiHeadAttention, "MultiHeadAttention", kind="class")
     if cls is not None:
         cls = rebind(cls, **EARLIER)
@@ -201,7 +209,7 @@ def check_multi_head_attention(MultiHeadAttention=None, *, points=POINTS["2.4"],
             break
         if not hidden and all(case.hidden for case in cases):
             continue
-        ref = randomize(attention.MultiHeadAttention(d_model, n_heads), _rng(240 + seed))
+        ref = random_layer(attention.MultiHeadAttention(d_model, n_heads), 240 + seed)
         student = build_student(c, cls, (d_model, n_heads), ref, MHA_ATTRIBUTES, label)
         if student is None:
             continue
@@ -215,7 +223,7 @@ FFN_ATTRIBUTES = ("W1", "b1", "W2", "b2", "d_model", "d_ff")
 
 
 def ffn_parts():
-    r = _rng(25)
+    r = generator(25)
     return [
         ("one sentence (T=5, d_model=8, d_ff=12)", 8, 12,
          [Case("x of shape (5, 8)", (r.normal(size=(5, 8)),)),
@@ -228,16 +236,21 @@ def ffn_parts():
     ]
 
 
-def check_feed_forward(FeedForward=None, *, points=POINTS["2.5"], hidden=False):
-    """Exercise 2.5: gelu(x @ W1 + b1) @ W2 + b2; `gelu` runs as the reference while this is checked."""
-    c = Checker("2.5", "FeedForward.__call__", points, hidden)
+FEED_FORWARD = Exercise("2.5", "FeedForward", points=2, reference=layers.FeedForward, method="__call__",
+                        cell="feed_forward")
+
+
+@FEED_FORWARD.checked_by
+def check_feed_forward(FeedForward=None, *, points=None, hidden=False):
+    """gelu(x @ W1 + b1) @ W2 + b2; `gelu` runs as the reference while this is checked."""
+    c = Checker(FEED_FORWARD, points, hidden)
     cls = c.find(FeedForward, "FeedForward", kind="class")
     if cls is not None:
         cls = rebind(cls, **EARLIER)
     for seed, (label, d_model, d_ff, cases) in enumerate(ffn_parts()):
         if c.stopped:
             break
-        ref = randomize(layers.FeedForward(d_model, d_ff), _rng(250 + seed))
+        ref = random_layer(layers.FeedForward(d_model, d_ff), 250 + seed)
         student = build_student(c, cls, (d_model, d_ff), ref, FFN_ATTRIBUTES, label)
         if student is None:
             continue
@@ -251,7 +264,7 @@ BLOCK_ATTRIBUTES = ("self_attn", "ffn", "norm1_gamma", "norm2_gamma", "d_model")
 
 
 def encoder_block_parts():
-    r = _rng(26)
+    r = generator(26)
     tokens = np.array([[4, 8, 2, 0, 0], [3, 3, 6, 1, 7]])
     return [
         ("one sentence, no padding (n=6, d_model=8, h=2, d_ff=12)", (8, 2, 12),
@@ -269,20 +282,25 @@ def encoder_block_parts():
     ]
 
 
-def check_encoder_block(EncoderBlock=None, *, points=POINTS["2.6"], hidden=False):
-    """Exercise 2.6: pre-norm, bidirectional self-attention with the padding mask, then the FFN.
+ENCODER_BLOCK = Exercise("2.6", "EncoderBlock", points=4, reference=layers.EncoderBlock, method="__call__",
+                         cell="encoder_block")
+
+
+@ENCODER_BLOCK.checked_by
+def check_encoder_block(EncoderBlock=None, *, points=None, hidden=False):
+    """Pre-norm, bidirectional self-attention with the padding mask, then the FFN.
 
     The block's self_attn and ffn are reference layers with random weights, and `rms_norm` runs as
     the reference, so only the block's own wiring is checked here.
     """
-    c = Checker("2.6", "EncoderBlock.__call__", points, hidden)
+    c = Checker(ENCODER_BLOCK, points, hidden)
     cls = c.find(EncoderBlock, "EncoderBlock", kind="class")
     if cls is not None:
         cls = rebind(cls, **EARLIER)
     for seed, (label, sizes, cases) in enumerate(encoder_block_parts()):
         if c.stopped:
             break
-        ref = randomize(layers.EncoderBlock(*sizes), _rng(260 + seed))
+        ref = random_layer(layers.EncoderBlock(*sizes), 260 + seed)
         student = build_student(c, cls, sizes, ref, BLOCK_ATTRIBUTES, label)
         if student is None:
             continue
@@ -293,7 +311,7 @@ def check_encoder_block(EncoderBlock=None, *, points=POINTS["2.6"], hidden=False
 
 # -- Exercise 2.7 -------------------------------------------------------------------------------------
 ENCODER_BLOCK_ORDER = Ordering(
-    "2.7", "the steps of a pre-norm encoder block, in order", "encoder_block_order",
+    "2.7", "the steps of a pre-norm encoder block, in order", "encoder_block_order", points=1,
     steps=[
         Step("normalise the block's input x with RMSNorm (norm1_gamma)",
              "In a pre-norm block the attention reads a normalised copy of the input, so this norm "
@@ -318,20 +336,11 @@ ENCODER_BLOCK_ORDER = Ordering(
 )
 
 
-def check_encoder_block_order(encoder_block_order=None, *, points=POINTS["2.7"]):
-    """Exercise 2.7: all or nothing."""
+@ENCODER_BLOCK_ORDER.checked_by
+def check_encoder_block_order(encoder_block_order=None, *, points=None):
+    """All or nothing."""
     return ENCODER_BLOCK_ORDER.check(encoder_block_order, points)
 
 
-EXERCISES = [
-    Exercise("2.1", "rms_norm", check_rms_norm, POINTS["2.1"], layers.rms_norm),
-    Exercise("2.2", "gelu", check_gelu, POINTS["2.2"], layers.gelu),
-    Exercise("2.3", "padding_mask", check_padding_mask, POINTS["2.3"], attention.padding_mask),
-    Exercise("2.4", "MultiHeadAttention", check_multi_head_attention, POINTS["2.4"], attention.MultiHeadAttention,
-             method="__call__", cell="multi_head_attention"),
-    Exercise("2.5", "FeedForward", check_feed_forward, POINTS["2.5"], layers.FeedForward,
-             method="__call__", cell="feed_forward"),
-    Exercise("2.6", "EncoderBlock", check_encoder_block, POINTS["2.6"], layers.EncoderBlock,
-             method="__call__", cell="encoder_block"),
-]
+EXERCISES = [RMS_NORM, GELU, PADDING_MASK, MULTI_HEAD_ATTENTION, FEED_FORWARD, ENCODER_BLOCK]
 ORDERINGS = [ENCODER_BLOCK_ORDER]

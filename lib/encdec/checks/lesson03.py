@@ -1,8 +1,8 @@
 """Checkers for lesson 03, The decoder stack: causal self-attention revisited.
 
-Exercise 3.1 create_causal_mask (2 points), 3.2 decoder_mask (2), 3.3 causal_self_attention (3),
-3.4 output_logits (2), 3.5 the order of the steps of masked self-attention (1), 3.6 the
-[LEARNED]/[CONFIG]/[STATE] quiz (3).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES, ORDERINGS and
+QUIZZES, at the end, list them. Exercise 3.6 is a quiz of another kind: tag each quantity
+[LEARNED], [CONFIG] or [STATE].
 """
 
 from dataclasses import dataclass
@@ -12,19 +12,16 @@ import numpy as np
 from .. import attention, model
 from ..mistakes import CATALOG
 from ..mistakes import lesson03 as _register  # noqa: F401  (fills the catalog)
-from .core import FAIL, PASS, Case, Checker, Exercise, _caller_namespace, rebind
-from .ordering import Ordering, Step, _html
-
-POINTS = {"3.1": 2, "3.2": 2, "3.3": 3, "3.4": 2, "3.5": 1, "3.6": 3}
+from .core import Case, Checker, rebind
+from .exercises import Exercise
+from .fixtures import generator
+from .ordering import Ordering, Step
+from .quiz import Quiz, html, mark
 
 # Earlier exercises a student's answer may call: each runs as the reference while a later
 # exercise is checked, so a mistake is charged once, where it was made.
 EARLIER = dict(softmax=attention.softmax, create_causal_mask=attention.create_causal_mask,
                padding_mask=attention.padding_mask)
-
-
-def _rng(seed):
-    return np.random.default_rng(seed)
 
 
 # -- the references of this lesson's exercises (the library computes them inline) ---------------------
@@ -50,9 +47,13 @@ REF_DECODER_MASK, REF_CAUSAL_SELF_ATTENTION, REF_OUTPUT_LOGITS = decoder_mask, c
 
 
 # -- Exercise 3.1 -------------------------------------------------------------------------------------
-def check_create_causal_mask(create_causal_mask=None, *, points=POINTS["3.1"], hidden=False):
-    """Exercise 3.1: (seq_len, seq_len), 0.0 on and below the diagonal, -inf above."""
-    c = Checker("3.1", "create_causal_mask", points, hidden)
+CREATE_CAUSAL_MASK = Exercise("3.1", "create_causal_mask", points=2, reference=attention.create_causal_mask)
+
+
+@CREATE_CAUSAL_MASK.checked_by
+def check_create_causal_mask(create_causal_mask=None, *, points=None, hidden=False):
+    """(seq_len, seq_len), 0.0 on and below the diagonal, -inf above."""
+    c = Checker(CREATE_CAUSAL_MASK, points, hidden)
     fn = c.find(create_causal_mask, "create_causal_mask")
     common = dict(catalog=CATALOG["create_causal_mask"], forbidden=[attention.create_causal_mask])
     ref = attention.create_causal_mask
@@ -66,12 +67,16 @@ def check_create_causal_mask(create_causal_mask=None, *, points=POINTS["3.1"], h
 
 
 # -- Exercise 3.2 -------------------------------------------------------------------------------------
-def check_decoder_mask(decoder_mask=None, *, points=POINTS["3.2"], hidden=False):
-    """Exercise 3.2: create_causal_mask(m) + padding_mask(tgt_in, pad_id), shape (..., 1, m, m).
+DECODER_MASK = Exercise("3.2", "decoder_mask", points=2, reference=REF_DECODER_MASK)
+
+
+@DECODER_MASK.checked_by
+def check_decoder_mask(decoder_mask=None, *, points=None, hidden=False):
+    """create_causal_mask(m) + padding_mask(tgt_in, pad_id), shape (..., 1, m, m).
 
     Your `create_causal_mask` and `padding_mask` run as the reference while this is checked.
     """
-    c = Checker("3.2", "decoder_mask", points, hidden)
+    c = Checker(DECODER_MASK, points, hidden)
     fn = c.find(decoder_mask, "decoder_mask")
     fn = rebind(fn, **EARLIER)
     common = dict(catalog=CATALOG["decoder_mask"], forbidden=[REF_DECODER_MASK, model.Seq2Seq.decoder_mask])
@@ -92,7 +97,7 @@ def check_decoder_mask(decoder_mask=None, *, points=POINTS["3.2"], hidden=False)
 
 # -- Exercise 3.3 -------------------------------------------------------------------------------------
 def causal_attention_cases():
-    r = _rng(33)
+    r = generator(33)
 
     def inputs(lead, m, d_model, d_k, d_v, scale=1.0, dtype=np.float64):
         x = (r.normal(size=lead + (m, d_model)) * scale).astype(dtype)
@@ -110,12 +115,16 @@ def causal_attention_cases():
     }
 
 
-def check_causal_self_attention(causal_self_attention=None, *, points=POINTS["3.3"], hidden=False):
-    """Exercise 3.3: Q, K, V = x W_q, x W_k, x W_v; softmax(Q K^T / sqrt(d_k) + causal mask) V.
+CAUSAL_SELF_ATTENTION = Exercise("3.3", "causal_self_attention", points=3, reference=REF_CAUSAL_SELF_ATTENTION)
+
+
+@CAUSAL_SELF_ATTENTION.checked_by
+def check_causal_self_attention(causal_self_attention=None, *, points=None, hidden=False):
+    """Q, K, V = x W_q, x W_k, x W_v; softmax(Q K^T / sqrt(d_k) + causal mask) V.
 
     Your `softmax` and `create_causal_mask` run as the reference while this is checked.
     """
-    c = Checker("3.3", "causal_self_attention", points, hidden)
+    c = Checker(CAUSAL_SELF_ATTENTION, points, hidden)
     fn = c.find(causal_self_attention, "causal_self_attention")
     fn = rebind(fn, **EARLIER)
     cases = causal_attention_cases()
@@ -130,12 +139,16 @@ def check_causal_self_attention(causal_self_attention=None, *, points=POINTS["3.
 
 
 # -- Exercise 3.4 -------------------------------------------------------------------------------------
-def check_output_logits(output_logits=None, *, points=POINTS["3.4"], hidden=False):
-    """Exercise 3.4: logits = h @ E.T, shape (..., m, V)."""
-    c = Checker("3.4", "output_logits", points, hidden)
+OUTPUT_LOGITS = Exercise("3.4", "output_logits", points=2, reference=REF_OUTPUT_LOGITS)
+
+
+@OUTPUT_LOGITS.checked_by
+def check_output_logits(output_logits=None, *, points=None, hidden=False):
+    """logits = h @ E.T, shape (..., m, V)."""
+    c = Checker(OUTPUT_LOGITS, points, hidden)
     fn = c.find(output_logits, "output_logits")
     fn = rebind(fn, **EARLIER)
-    r = _rng(34)
+    r = generator(34)
     ref = REF_OUTPUT_LOGITS
     common = dict(catalog=CATALOG["output_logits"], forbidden=[ref])
     c.check_cases("one sequence: (m, d_model) -> (m, V)", fn, ref,
@@ -156,7 +169,7 @@ def check_output_logits(output_logits=None, *, points=POINTS["3.4"], hidden=Fals
 
 # -- Exercise 3.5 -------------------------------------------------------------------------------------
 MASKED_ATTENTION_ORDER = Ordering(
-    "3.5", "the steps of masked multi-head self-attention, in order", "masked_attention_order",
+    "3.5", "the steps of masked multi-head self-attention, in order", "masked_attention_order", points=1,
     steps=[
         Step("project the decoder states into queries, keys and values (x @ W_q, x @ W_k, x @ W_v)",
              "Queries, keys and values are made from the decoder states by the projections; every "
@@ -187,8 +200,9 @@ MASKED_ATTENTION_ORDER = Ordering(
 )
 
 
-def check_masked_attention_order(masked_attention_order=None, *, points=POINTS["3.5"]):
-    """Exercise 3.5: all or nothing."""
+@MASKED_ATTENTION_ORDER.checked_by
+def check_masked_attention_order(masked_attention_order=None, *, points=None):
+    """All or nothing."""
     return MASKED_ATTENTION_ORDER.check(masked_attention_order, points)
 
 
@@ -210,15 +224,16 @@ class Item:
     why: str  # why this item carries its tag, in the student's words
 
 
-class TagQuiz:
+class TagQuiz(Quiz):
     """Tag each quantity [LEARNED], [CONFIG] or [STATE]. The graded answer is a dict from the item
     numbers the notebook shows to tags, e.g. `quantity_tags = {1: LEARNED, 2: CONFIG, ...}`; every
     item is worth the same share of the points, and every wrong item gets its own explanation."""
 
-    def __init__(self, exercise, title, name, items):
+    def __init__(self, number, title, name, *, points, items):
+        super().__init__(number, title, name, points)
         if any(item.tag not in TAGS for item in items):
-            raise ValueError(f"every tag must be one of {TAGS}")
-        self.exercise, self.title, self.name, self.items = exercise, title, name, list(items)
+            raise ValueError(f"Exercise {number}: every tag must be one of {TAGS}")
+        self.items = list(items)
 
     def prompt(self):
         """The numbered list of quantities, as Markdown."""
@@ -281,32 +296,22 @@ class TagQuiz:
                 results.append((n, True, ""))
         return results
 
-    def check(self, answer=None, points=1):
-        """Grade the answer (found by name in the notebook when not given): a share per item."""
-        checker = Checker(self.exercise, self.title, points)
-        if answer is None:
-            answer = _caller_namespace().get(self.name)
-        if answer is None:
-            checker.stopped = f"no answer named `{self.name}` is defined. Run the answer cell, then this test."
-            return checker.result()
+    def marks(self, answer):
+        """One mark per item: each earns the same share of the points."""
         results = self.feedback(answer)
         if isinstance(results, str):
-            checker.stopped = results
-            return checker.result()
-        for n, ok, message in results:
-            checker.record(f"{n}. {self.items[n - 1].text}", ok, message)
-        return checker.result()
+            return results
+        return [(f"{n}. {self.items[n - 1].text}", ok, message) for n, ok, message in results]
 
-    def widget(self):
-        """One dropdown per item, with instant feedback. Grades nothing."""
-        import ipywidgets as w
-
+    def controls(self, widgets):
+        """One dropdown per item, a mark beside it."""
+        w = widgets
         options = [("(choose)", None)] + [(tag, tag) for tag in TAGS]
         boxes = [w.Dropdown(options=options, value=None, description=f"{n}.",
                             layout=w.Layout(width="14em"), style={"description_width": "2em"})
                  for n in range(1, len(self.items) + 1)]
         notes = [w.HTML(value="") for _ in self.items]
-        rows = [w.HBox([box, w.HTML(value=_html(item.text).replace("`", ""), layout=w.Layout(width="34em")), note])
+        rows = [w.HBox([box, w.HTML(value=html(item.text).replace("`", ""), layout=w.Layout(width="34em")), note])
                 for box, item, note in zip(boxes, self.items, notes)]
 
         def update(_=None):
@@ -314,20 +319,15 @@ class TagQuiz:
                 if box.value is None:
                     note.value = ""
                 elif box.value == item.tag:
-                    note.value = f"<span style='color:#1a7f37'>{PASS}</span>"
+                    note.value = mark(True)
                 else:
-                    note.value = (f"<span style='color:#b3261e' title='{_html(item.why)}'>{FAIL} "
-                                  f"{_html(item.why)}</span>")
+                    note.value = mark(False, item.why, tooltip=item.why)
 
-        for box in boxes:
-            box.observe(update, names="value")
-        title = w.HTML(f"<b>Exercise {self.exercise}: {self.title}</b> "
-                       f"(practice; the graded answer is `{self.name}` below)")
-        return w.VBox([title, *rows])
+        return rows, boxes, update
 
 
 TAG_QUIZ = TagQuiz(
-    "3.6", "[LEARNED], [CONFIG] or [STATE]?", "quantity_tags",
+    "3.6", "[LEARNED], [CONFIG] or [STATE]?", "quantity_tags", points=3,
     items=[
         Item("the self-attention projections `W_q, W_k, W_v, W_o` of a decoder block", "LEARNED",
              "they are weight matrices, and every training step moves them along their gradient."),
@@ -372,16 +372,12 @@ TAG_QUIZ = TagQuiz(
 )
 
 
-def check_quantity_tags(quantity_tags=None, *, points=POINTS["3.6"]):
-    """Exercise 3.6: each item earns the same share of the points."""
+@TAG_QUIZ.checked_by
+def check_quantity_tags(quantity_tags=None, *, points=None):
+    """Each item earns the same share of the points."""
     return TAG_QUIZ.check(quantity_tags, points)
 
 
-EXERCISES = [
-    Exercise("3.1", "create_causal_mask", check_create_causal_mask, POINTS["3.1"], attention.create_causal_mask),
-    Exercise("3.2", "decoder_mask", check_decoder_mask, POINTS["3.2"], decoder_mask),
-    Exercise("3.3", "causal_self_attention", check_causal_self_attention, POINTS["3.3"], causal_self_attention),
-    Exercise("3.4", "output_logits", check_output_logits, POINTS["3.4"], output_logits),
-]
+EXERCISES = [CREATE_CAUSAL_MASK, DECODER_MASK, CAUSAL_SELF_ATTENTION, OUTPUT_LOGITS]
 ORDERINGS = [MASKED_ATTENTION_ORDER]
 QUIZZES = [TAG_QUIZ]

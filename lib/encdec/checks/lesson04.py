@@ -1,11 +1,10 @@
 """Checkers for lesson 04, Cross-attention.
 
-Exercise 4.1 cross_attention (3 points), 4.2 CrossAttention.attend (3),
-4.3 cross_attention_step_by_step (2), 4.4 where Q, K and V come from, in order (1).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES and ORDERINGS,
+at the end, list them.
 """
 
 import copy
-import dataclasses
 
 import numpy as np
 
@@ -13,22 +12,18 @@ from .. import attention
 from ..attention import MultiHeadAttention, merge_heads, split_heads
 from ..mistakes import CATALOG
 from ..mistakes import lesson04 as _register  # noqa: F401  (fills the catalog)
-from .core import Case, Checker, Exercise, bind_catalog, rebind, run_student
+from .catalog import bind_catalog, wrapped
+from .core import Case, Checker, rebind, run_student
+from .exercises import Exercise
+from .fixtures import generator, length_mask
 from .ordering import Ordering, Step
-
-POINTS = {"4.1": 3, "4.2": 3, "4.3": 2, "4.4": 1}
-
-
-def _rng(seed):
-    return np.random.default_rng(seed)
 
 
 def _pad_mask(lengths, n, heads_axis=False):
-    """Additive source padding mask for sequences of the given real lengths, padded to n:
-    shape (B, 1, n), or (B, 1, 1, n) with heads_axis (the multi-head layout of padding_mask)."""
-    keep = np.arange(n)[None, :] < np.asarray(lengths)[:, None]  # (B, n)
-    mask = np.where(keep, 0.0, -np.inf)[:, None, :]
-    return mask[:, None] if heads_axis else mask
+    """The source padding mask of rows with these real lengths, padded to n: shape (B, 1, n), or
+    (B, 1, 1, n) with heads_axis (the multi-head layout of padding_mask)."""
+    mask = length_mask(lengths, n)
+    return mask if heads_axis else mask[:, 0]
 
 
 def random_mha(d_model, n_heads, seed):
@@ -38,7 +33,7 @@ def random_mha(d_model, n_heads, seed):
 
 # -- Exercise 4.1 ------------------------------------------------------------------------------------------
 def cross_attention_cases():
-    r = _rng(41)
+    r = generator(41)
 
     def qkv(lead, m, n, d_k, d_v, scale=1.0, dtype=np.float64):
         return tuple((r.normal(size=lead + s) * scale).astype(dtype) for s in ((m, d_k), (n, d_k), (n, d_v)))
@@ -63,12 +58,16 @@ def cross_attention_cases():
     }
 
 
-def check_cross_attention(cross_attention=None, *, points=POINTS["4.1"], hidden=False):
-    """Exercise 4.1: softmax(Q K^T / sqrt(d_k) + mask) V with decoder queries and encoder keys/values.
+CROSS_ATTENTION = Exercise("4.1", "cross_attention", points=3, reference=attention.cross_attention)
+
+
+@CROSS_ATTENTION.checked_by
+def check_cross_attention(cross_attention=None, *, points=None, hidden=False):
+    """softmax(Q K^T / sqrt(d_k) + mask) V with decoder queries and encoder keys/values.
 
     Your `softmax` (if you use one) is replaced by the reference while this runs.
     """
-    c = Checker("4.1", "cross_attention", points, hidden)
+    c = Checker(CROSS_ATTENTION, points, hidden)
     fn = c.find(cross_attention, "cross_attention")
     fn = rebind(fn, softmax=attention.softmax)
     cases = cross_attention_cases()
@@ -98,7 +97,7 @@ def _student_object(cls, source):
 
 def attend_configs():
     """(label, d_model, n_heads, weight seed, cases with args (query_input, H_enc, mask), hidden only)."""
-    r = _rng(42)
+    r = generator(42)
 
     def states(lead, m, n, d):
         return r.normal(size=lead + (m, d)), r.normal(size=lead + (n, d))
@@ -127,14 +126,18 @@ def _kv_first(method, source):
     return run
 
 
-def check_attend(CrossAttention=None, *, points=POINTS["4.2"], hidden=False):
-    """Exercise 4.2: CrossAttention.attend(query_input, K, V, mask) with K, V from project_kv(H_enc).
+CROSS_ATTENTION_CLASS = Exercise("4.2", "CrossAttention", points=3, reference=MultiHeadAttention, method="attend")
+
+
+@CROSS_ATTENTION_CLASS.checked_by
+def check_attend(CrossAttention=None, *, points=None, hidden=False):
+    """CrossAttention.attend(query_input, K, V, mask) with K, V from project_kv(H_enc).
 
     The weights W_q, W_k, W_v, W_o are random and copied into your object; K and V are made by
     the reference project_kv, and your `cross_attention`, `split_heads` and `merge_heads` are
     replaced by the reference ones, so only `attend` itself is graded here.
     """
-    c = Checker("4.2", "CrossAttention.attend", points, hidden)
+    c = Checker(CROSS_ATTENTION_CLASS, points, hidden)
     cls = c.find(CrossAttention, "CrossAttention", kind="class")
     if cls is None:
         return c.result()
@@ -145,10 +148,9 @@ def check_attend(CrossAttention=None, *, points=POINTS["4.2"], hidden=False):
         source = random_mha(d_model, n_heads, seed)
         built = run_student(_student_object, (cls, source))
         if built.error is not None:
-            c.record(label, False, f"could not build CrossAttention({d_model}, {n_heads}): {built.error_text}")
+            c.part(label, False, f"could not build CrossAttention({d_model}, {n_heads}): {built.error_text}")
             continue
-        catalog = [dataclasses.replace(m, impl=_kv_first(m.impl, source))
-                   for m in bind_catalog(CATALOG["CrossAttention"], source)]
+        catalog = wrapped(bind_catalog(CATALOG["CrossAttention"], source), lambda impl: _kv_first(impl, source))
         c.check_cases(label, _kv_first(built.value.attend, source),
                       _kv_first(lambda *a: MultiHeadAttention.attend(source, *a), source), cases,
                       catalog=catalog, forbidden=[MultiHeadAttention.attend], names=("output", "weights"))
@@ -180,7 +182,7 @@ class _Counting(MultiHeadAttention):
 
 
 def step_cases():
-    r = _rng(43)
+    r = generator(43)
 
     def case(label, d_model, n_heads, lead, m, n, lengths=None, hidden=False, seed=430):
         mha = _Counting(random_mha(d_model, n_heads, seed))
@@ -201,9 +203,14 @@ def _full_reference(mha, H_enc, H_dec, mask=None):
     return MultiHeadAttention.__call__(mha, H_dec, H_enc, mask)
 
 
-def check_cross_attention_step_by_step(cross_attention_step_by_step=None, *, points=POINTS["4.3"], hidden=False):
-    """Exercise 4.3: K, V = mha.project_kv(H_enc) once; then mha.attend for each decoder position."""
-    c = Checker("4.3", "cross_attention_step_by_step", points, hidden)
+CROSS_ATTENTION_STEP_BY_STEP = Exercise("4.3", "cross_attention_step_by_step", points=2,
+                                        reference=reference_cross_attention_step_by_step)
+
+
+@CROSS_ATTENTION_STEP_BY_STEP.checked_by
+def check_cross_attention_step_by_step(cross_attention_step_by_step=None, *, points=None, hidden=False):
+    """K, V = mha.project_kv(H_enc) once; then mha.attend for each decoder position."""
+    c = Checker(CROSS_ATTENTION_STEP_BY_STEP, points, hidden)
     fn = c.find(cross_attention_step_by_step, "cross_attention_step_by_step")
     cases = step_cases()
     common = dict(catalog=CATALOG["cross_attention_step_by_step"], names=("output", "weights"),
@@ -213,33 +220,33 @@ def check_cross_attention_step_by_step(cross_attention_step_by_step=None, *, poi
     label = "K and V projected once; one attend per decoder position"
     if c.stopped:
         return c.result()
-    if not all(ok for _, _, ok, _ in c.parts):
-        c.record(label, False, "checked once the outputs above are right")
+    if not all(p.passed for p in c.parts):
+        c.part(label, False, "checked once the outputs above are right")
         return c.result()
-    r = _rng(434)
+    r = generator(434)
     mha = _Counting(random_mha(8, 2, 435))
     H_enc, H_dec = r.normal(size=(2, 5, 8)), r.normal(size=(2, 4, 8))
     outcome = run_student(fn, (mha, H_enc, H_dec, _pad_mask([5, 3], 5, True)), forbidden=common["forbidden"])
     if outcome.error is not None:
-        c.record(label, False, c._explain_error(outcome))
+        c.part(label, False, c._explain_error(outcome))
     elif mha.kv_calls > 1:
-        c.record(label, False, f"project_kv was called {mha.kv_calls} times for 4 decoding steps. "
-                 + CATALOG.find("cross_attention_step_by_step", "recompute_every_step").diagnosis)
+        c.part(label, False, f"project_kv was called {mha.kv_calls} times for 4 decoding steps. "
+               + c.misconception(CATALOG.find("cross_attention_step_by_step", "recompute_every_step")))
     elif mha.kv_calls == 0:
-        c.record(label, False, "mha.project_kv was never called. Make K and V with K, V = mha.project_kv(H_enc), "
-                 "once, before the loop over the decoder positions.")
+        c.part(label, False, "mha.project_kv was never called. Make K and V with K, V = mha.project_kv(H_enc), "
+               "once, before the loop over the decoder positions.")
     elif mha.attend_lengths != [1] * 4:
-        c.record(label, False, f"mha.attend was called with queries of lengths {mha.attend_lengths}; for 4 decoding "
-                 "steps it should be called 4 times, each with one position: H_dec[..., t:t+1, :]. That is how "
-                 "a decoder generates: one new position per step.")
+        c.part(label, False, f"mha.attend was called with queries of lengths {mha.attend_lengths}; for 4 decoding "
+               "steps it should be called 4 times, each with one position: H_dec[..., t:t+1, :]. That is how "
+               "a decoder generates: one new position per step.")
     else:
-        c.record(label, True)
+        c.part(label, True)
     return c.result()
 
 
 # -- Exercise 4.4 ------------------------------------------------------------------------------------------
 QKV_ORDER = Ordering(
-    "4.4", "where Q, K and V come from, in order", "qkv_order",
+    "4.4", "where Q, K and V come from, in order", "qkv_order", points=1,
     steps=[
         Step("the encoder reads the whole source sentence and returns H_enc",
              "H_enc is where the keys and values come from, and the decoder's cross-attention reads "
@@ -262,16 +269,11 @@ QKV_ORDER = Ordering(
 )
 
 
-def check_qkv_order(qkv_order=None, *, points=POINTS["4.4"]):
-    """Exercise 4.4: all or nothing."""
+@QKV_ORDER.checked_by
+def check_qkv_order(qkv_order=None, *, points=None):
+    """All or nothing."""
     return QKV_ORDER.check(qkv_order, points)
 
 
-EXERCISES = [
-    Exercise("4.1", "cross_attention", check_cross_attention, POINTS["4.1"], attention.cross_attention),
-    Exercise("4.2", "CrossAttention", check_attend, POINTS["4.2"], MultiHeadAttention,
-             method="attend", cell="CrossAttention"),
-    Exercise("4.3", "cross_attention_step_by_step", check_cross_attention_step_by_step, POINTS["4.3"],
-             reference_cross_attention_step_by_step),
-]
+EXERCISES = [CROSS_ATTENTION, CROSS_ATTENTION_CLASS, CROSS_ATTENTION_STEP_BY_STEP]
 ORDERINGS = [QKV_ORDER]

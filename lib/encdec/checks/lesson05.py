@@ -1,7 +1,7 @@
 """Checkers for lesson 05, Block ordering.
 
-Exercise 5.1 the order of a decoder block's steps (1 point), 5.2 DecoderBlock.__call__ (4),
-5.3 decoder_block_post_norm (2), 5.4 cross_attention_params (2).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES and ORDERINGS,
+at the end, list them.
 """
 
 import copy
@@ -9,31 +9,21 @@ import copy
 import numpy as np
 
 from .. import layers
-from ..attention import create_causal_mask, padding_mask
+from ..attention import create_causal_mask
 from ..layers import DecoderBlock, EncoderBlock
 from ..mistakes import CATALOG
 from ..mistakes import lesson05 as _register  # noqa: F401  (fills the catalog)
-from .core import Case, Checker, Exercise, bind_catalog, rebind, run_student
+from .catalog import bind_catalog
+from .core import Case, Checker, rebind, run_student
+from .exercises import Exercise
+from .fixtures import generator, length_mask, randomize
 from .ordering import Ordering, Step
-
-POINTS = {"5.1": 1, "5.2": 4, "5.3": 2, "5.4": 2}
-
-
-def _rng(seed):
-    return np.random.default_rng(seed)
 
 
 def random_block(d_model, n_heads, d_ff, seed):
-    """A reference DecoderBlock whose every parameter is random: distinct norm gains, non-zero
-    biases, so that a shared norm or a dropped bias shows in the output."""
-    block = DecoderBlock(d_model, n_heads, d_ff, rng=seed)
-    r = _rng(seed + 1)
-    for name, p in block.parameters().items():
-        if "gamma" in name:
-            p[...] = r.uniform(0.5, 1.5, size=p.shape)
-        elif p.ndim == 1:
-            p[...] = r.normal(0.0, 0.3, size=p.shape)
-    return block
+    """A reference DecoderBlock whose every gain and bias is random (its matrices as initialised):
+    distinct norm gains, non-zero biases, so that a shared norm or a dropped bias shows in the output."""
+    return randomize(DecoderBlock(d_model, n_heads, d_ff, rng=seed), generator(seed + 1), scale=None)
 
 
 def _inputs(r, lead, m, n, d, tgt_lengths=None, src_lengths=None, dtype=np.float64):
@@ -42,18 +32,16 @@ def _inputs(r, lead, m, n, d, tgt_lengths=None, src_lengths=None, dtype=np.float
     x, H_enc = r.normal(size=lead + (m, d)).astype(dtype), r.normal(size=lead + (n, d)).astype(dtype)
     self_mask = create_causal_mask(m)
     if tgt_lengths is not None:
-        tgt = np.where(np.arange(m)[None, :] < np.asarray(tgt_lengths)[:, None], 7, 0)
-        self_mask = self_mask + padding_mask(tgt, 0)  # (B, 1, m, m)
+        self_mask = self_mask + length_mask(tgt_lengths, m)  # (B, 1, m, m)
     cross_mask = None
     if src_lengths is not None:
-        src = np.where(np.arange(n)[None, :] < np.asarray(src_lengths)[:, None], 5, 0)
-        cross_mask = padding_mask(src, 0)  # (B, 1, 1, n)
+        cross_mask = length_mask(src_lengths, n)  # (B, 1, 1, n)
     return x, H_enc, self_mask, cross_mask
 
 
 def block_configs():
     """(label, (d_model, n_heads, d_ff, seed), cases with args (x, H_enc, self_mask, cross_mask), hidden only)."""
-    r = _rng(52)
+    r = generator(52)
     return [
         ("one sentence: causal mask, m=5 target and n=7 source positions", (8, 2, 16, 520),
          [Case("x (5, 8), H_enc (7, 8)", _inputs(r, (), 5, 7, 8)),
@@ -78,14 +66,18 @@ def _student_block(cls, source):
     return obj
 
 
-def check_decoder_block(DecoderBlock=None, *, points=POINTS["5.2"], hidden=False):
-    """Exercise 5.2: pre-norm DecoderBlock.__call__: self-attention, cross-attention, FFN, each with a residual.
+DECODER_BLOCK = Exercise("5.2", "DecoderBlock", points=4, reference=layers.DecoderBlock, method="__call__")
+
+
+@DECODER_BLOCK.checked_by
+def check_decoder_block(DecoderBlock=None, *, points=None, hidden=False):
+    """Pre-norm DecoderBlock.__call__: self-attention, cross-attention, FFN, each with a residual.
 
     The sublayers (MultiHeadAttention, FeedForward) are the reference ones with random weights, the
     three norm gains are random and different, and your `rms_norm` is the reference while this runs,
     so only the block's wiring is graded here.
     """
-    c = Checker("5.2", "DecoderBlock.__call__", points, hidden)
+    c = Checker(DECODER_BLOCK, points, hidden)
     cls = c.find(DecoderBlock, "DecoderBlock", kind="class")
     if cls is None:
         return c.result()
@@ -97,8 +89,8 @@ def check_decoder_block(DecoderBlock=None, *, points=POINTS["5.2"], hidden=False
         source = random_block(d_model, n_heads, d_ff, seed)
         built = run_student(_student_block, (cls, source))
         if built.error is not None:
-            c.record(label, False, f"could not build DecoderBlock({d_model}, {n_heads}, {d_ff}) and give it "
-                     f"the test's weights: {built.error_text}")
+            c.part(label, False, f"could not build DecoderBlock({d_model}, {n_heads}, {d_ff}) and give it "
+                   f"the test's weights: {built.error_text}")
             continue
         c.check_cases(label, built.value, lambda *a, s=source: layers.DecoderBlock.__call__(s, *a), cases,
                       catalog=bind_catalog(CATALOG["DecoderBlock"], source), forbidden=forbidden,
@@ -112,7 +104,7 @@ def _causality_part(c, cls, forbidden):
     label = "causal: editing the last target position leaves the earlier outputs unchanged"
     if c.stopped:
         return
-    r = _rng(53)
+    r = generator(53)
     source = random_block(8, 2, 16, 530)
     x, H_enc = r.normal(size=(5, 8)), r.normal(size=(4, 8))
     edited = x.copy()
@@ -126,18 +118,23 @@ def _causality_part(c, cls, forbidden):
 
     outcome = run_student(both, forbidden=forbidden)
     if outcome.error is not None:
-        c.record(label, False, c._explain_error(outcome))
+        c.part(label, False, c._explain_error(outcome))
         return
     ok = outcome.value is not None and float(outcome.value) < 1e-9
-    c.record(label, ok, "" if ok else (
+    c.part(label, ok, "" if ok else (
         f"changing the last target position moved earlier outputs by up to {float(outcome.value):.3g}. "
-        + CATALOG.find("DecoderBlock", "no_causal_mask").diagnosis))
+        + c.misconception(CATALOG.find("DecoderBlock", "no_causal_mask"))))
 
 
 # -- Exercise 5.3 ------------------------------------------------------------------------------------------
-def check_decoder_block_post_norm(decoder_block_post_norm=None, *, points=POINTS["5.3"], hidden=False):
-    """Exercise 5.3: the post-norm block x = Norm(x + Sublayer(x)), with a DecoderBlock's weights."""
-    c = Checker("5.3", "decoder_block_post_norm", points, hidden)
+DECODER_BLOCK_POST_NORM = Exercise("5.3", "decoder_block_post_norm", points=2,
+                                   reference=layers.decoder_block_post_norm)
+
+
+@DECODER_BLOCK_POST_NORM.checked_by
+def check_decoder_block_post_norm(decoder_block_post_norm=None, *, points=None, hidden=False):
+    """The post-norm block x = Norm(x + Sublayer(x)), with a DecoderBlock's weights."""
+    c = Checker(DECODER_BLOCK_POST_NORM, points, hidden)
     fn = c.find(decoder_block_post_norm, "decoder_block_post_norm")
     fn = rebind(fn, rms_norm=layers.rms_norm)
     forbidden = [layers.decoder_block_post_norm, layers.DecoderBlock.__call__]
@@ -168,9 +165,14 @@ def _sublayer_count(d_model, n_heads, d_ff):
                    if name.startswith("cross_attn.") or name == "norm2_gamma"))
 
 
-def check_cross_attention_params(cross_attention_params=None, *, points=POINTS["5.4"], hidden=False):
-    """Exercise 5.4: the number of [LEARNED] numbers cross-attention adds to a decoder block."""
-    c = Checker("5.4", "cross_attention_params", points, hidden)
+CROSS_ATTENTION_PARAMS = Exercise("5.4", "cross_attention_params", points=2,
+                                  reference=reference_cross_attention_params)
+
+
+@CROSS_ATTENTION_PARAMS.checked_by
+def check_cross_attention_params(cross_attention_params=None, *, points=None, hidden=False):
+    """The number of [LEARNED] numbers cross-attention adds to a decoder block."""
+    c = Checker(CROSS_ATTENTION_PARAMS, points, hidden)
     fn = c.find(cross_attention_params, "cross_attention_params")
     common = dict(catalog=CATALOG["cross_attention_params"], forbidden=[reference_cross_attention_params])
     c.check_cases("a DecoderBlock minus an EncoderBlock of the same width", fn, reference_cross_attention_params,
@@ -186,7 +188,7 @@ def check_cross_attention_params(cross_attention_params=None, *, points=POINTS["
 
 # -- Exercise 5.1 ------------------------------------------------------------------------------------------
 BLOCK_ORDER = Ordering(
-    "5.1", "what a token meets in one decoder block, in order", "block_order",
+    "5.1", "what a token meets in one decoder block, in order", "block_order", points=1,
     steps=[
         Step("the decoder hidden states arrive from the previous block (or from the embeddings, in block 1)",
              "Every sublayer reads the hidden states, so nothing in the block can happen before they arrive."),
@@ -207,17 +209,11 @@ BLOCK_ORDER = Ordering(
 )
 
 
-def check_block_order(block_order=None, *, points=POINTS["5.1"]):
-    """Exercise 5.1: all or nothing."""
+@BLOCK_ORDER.checked_by
+def check_block_order(block_order=None, *, points=None):
+    """All or nothing."""
     return BLOCK_ORDER.check(block_order, points)
 
 
-EXERCISES = [
-    Exercise("5.2", "DecoderBlock", check_decoder_block, POINTS["5.2"], layers.DecoderBlock,
-             method="__call__", cell="DecoderBlock"),
-    Exercise("5.3", "decoder_block_post_norm", check_decoder_block_post_norm, POINTS["5.3"],
-             layers.decoder_block_post_norm),
-    Exercise("5.4", "cross_attention_params", check_cross_attention_params, POINTS["5.4"],
-             reference_cross_attention_params),
-]
+EXERCISES = [DECODER_BLOCK, DECODER_BLOCK_POST_NORM, CROSS_ATTENTION_PARAMS]
 ORDERINGS = [BLOCK_ORDER]

@@ -1,7 +1,7 @@
 """Checkers for lesson 06, Assembling the encoder-decoder model.
 
-Exercise 6.1 shift_right (2 points), 6.2 embed (2), 6.3 encode (3), 6.4 decode (4),
-6.5 parameter_count (3), 6.6 the forward pass in order (1).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES and ORDERINGS,
+at the end, list them.
 
 The model exercises are functions that take the model as their first argument, like methods:
 `embed(model, tokens)`, `encode(model, src)`, `decode(model, tgt_in, H_enc, src_mask)`. The model
@@ -18,56 +18,19 @@ from ..layers import DecoderBlock, EncoderBlock, FeedForward
 from ..mistakes import CATALOG
 from ..mistakes import lesson06 as _register  # noqa: F401  (fills the catalog)
 from ..model import Seq2Seq
-from .core import Case, Checker, Exercise, rebind
+from .core import Case, Checker, rebind
+from .exercises import Exercise
+from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model
 from .ordering import Ordering, Step
-
-POINTS = {"6.1": 2, "6.2": 2, "6.3": 3, "6.4": 4, "6.5": 3, "6.6": 1}
-
-PAD, BOS, EOS = 0, 1, 2
-
-
-def _rng(seed):
-    return np.random.default_rng(seed)
-
-
-def random_model(seed, vocab_size=13, d_model=8, n_heads=2, d_ff=12, n_encoder_layers=2,
-                 n_decoder_layers=2, pad_id=PAD, scale=0.4, embedding_scale=None):
-    """A reference Seq2Seq whose every parameter is random: gains near 1, biases and matrices noisy."""
-    m = Seq2Seq(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, d_ff=d_ff,
-                n_encoder_layers=n_encoder_layers, n_decoder_layers=n_decoder_layers, pad_id=pad_id, rng=seed)
-    r = _rng(seed + 1000)
-    for name, p in m.parameters().items():
-        if "gamma" in name:
-            p[...] = r.uniform(0.5, 1.5, size=p.shape)
-        elif p.ndim == 1:
-            p[...] = r.normal(0.0, 0.3, size=p.shape)
-        elif name != "embedding":
-            p[...] = r.normal(0.0, scale, size=p.shape)
-    if embedding_scale is not None:
-        m.embedding[...] = r.normal(0.0, embedding_scale, size=m.embedding.shape)
-    return m
-
-
-def random_tokens(r, lengths, width, vocab_size, pad_id=PAD, first=None, avoid=(PAD, BOS, EOS)):
-    """(len(lengths), width) right-padded ids: row b holds lengths[b] real tokens, then pads.
-
-    Real tokens avoid the special ids; `first` (e.g. BOS) is written at position 0 when given."""
-    ids = [i for i in range(vocab_size) if i not in avoid and i != pad_id]
-    out = np.full((len(lengths), width), pad_id, dtype=np.int64)
-    for b, n in enumerate(lengths):
-        out[b, :n] = r.choice(ids, size=n)
-        if first is not None:
-            out[b, 0] = first
-    return out
 
 
 # -- Exercise 6.1 ---------------------------------------------------------------------------------------
 def shift_right_cases():
-    r = _rng(61)
-    batch = random_tokens(r, [3, 5, 2], 6, 12)
+    r = generator(61)
+    batch = padded_tokens(r, [3, 5, 2], 6, 12)
     batch[np.arange(3), [3, 5, 2]] = EOS
     single = np.array([7, 4, 9, 5, EOS, PAD, PAD])
-    deep = random_tokens(r, [4, 2, 3, 4, 1, 2], 5, 20).reshape(2, 3, 5)
+    deep = padded_tokens(r, [4, 2, 3, 4, 1, 2], 5, 20).reshape(2, 3, 5)
     return {
         "values": [Case("one sequence [7, 4, 9, 5, EOS, PAD, PAD], bos_id=1", (single, BOS)),
                    Case("a batch of 3 right-padded targets, shape (3, 7)", (batch, BOS)),
@@ -81,9 +44,13 @@ def _is_integer(value):
     return np.asarray(value).dtype.kind in "iu"
 
 
-def check_shift_right(shift_right=None, *, points=POINTS["6.1"], hidden=False):
-    """Exercise 6.1: [BOS] + targets[..., :-1] along the last axis."""
-    c = Checker("6.1", "shift_right", points, hidden)
+SHIFT_RIGHT = Exercise("6.1", "shift_right", points=2, reference=model_mod.shift_right)
+
+
+@SHIFT_RIGHT.checked_by
+def check_shift_right(shift_right=None, *, points=None, hidden=False):
+    """[BOS] + targets[..., :-1] along the last axis."""
+    c = Checker(SHIFT_RIGHT, points, hidden)
     fn = c.find(shift_right, "shift_right")
     cases = shift_right_cases()["values"]
     common = dict(catalog=CATALOG["shift_right"], forbidden=[model_mod.shift_right])
@@ -95,21 +62,25 @@ def check_shift_right(shift_right=None, *, points=POINTS["6.1"], hidden=False):
 
 # -- Exercise 6.2 --------------------------------------------------------------------------------------
 def embed_cases():
-    r = _rng(62)
-    small = random_model(620)
-    wide = random_model(621, vocab_size=20, d_model=12, n_heads=3)
-    odd = random_model(622, vocab_size=9, d_model=7, n_heads=1)
+    r = generator(62)
+    small = random_model(620, vocab_size=13, n_layers=2)
+    wide = random_model(621, vocab_size=20, d_model=12, n_heads=3, n_layers=2)
+    odd = random_model(622, vocab_size=9, d_model=7, n_heads=1, n_layers=2)
     return {
         "values": [Case("one sequence of 5 tokens, d_model=8", (small, np.array([3, 1, 7, 7, 12]))),
-                   Case("a batch (2, 6) with padding, d_model=12", (wide, random_tokens(r, [6, 3], 6, 20))),
+                   Case("a batch (2, 6) with padding, d_model=12", (wide, padded_tokens(r, [6, 3], 6, 20))),
                    Case("odd width d_model=7", (odd, np.array([[4, 5, 6]])), hidden=True),
                    Case("leading shape (2, 2, 3)", (small, r.integers(0, 13, size=(2, 2, 3))), hidden=True)],
     }
 
 
-def check_embed(embed=None, *, points=POINTS["6.2"], hidden=False):
-    """Exercise 6.2: E[tokens] * sqrt(d_model) + PE[0 .. T-1]."""
-    c = Checker("6.2", "embed", points, hidden)
+EMBED = Exercise("6.2", "embed", points=2, reference=Seq2Seq.embed)
+
+
+@EMBED.checked_by
+def check_embed(embed=None, *, points=None, hidden=False):
+    """E[tokens] * sqrt(d_model) + PE[0 .. T-1]."""
+    c = Checker(EMBED, points, hidden)
     fn = c.find(embed, "embed")
     common = dict(catalog=CATALOG["embed"], forbidden=[Seq2Seq.embed])
     c.check_cases("scaled embedding rows plus positions", fn, Seq2Seq.embed, embed_cases()["values"], **common)
@@ -119,21 +90,20 @@ def check_embed(embed=None, *, points=POINTS["6.2"], hidden=False):
 # -- Exercise 6.3 and 6.4: the forward pass --------------------------------------------------------------
 def model_inputs(model, seed, src_lengths, n, tgt_lengths, m):
     """Right-padded src (B, n) and teacher-forced tgt_in (B, m) for `model`, BOS first."""
-    r = _rng(seed)
+    r = generator(seed)
     V, pad = model.config.vocab_size, model.config.pad_id
-    src = random_tokens(r, src_lengths, n, V, pad)
-    tgt_in = random_tokens(r, tgt_lengths, m, V, pad, first=BOS)
+    src = padded_tokens(r, src_lengths, n, V, pad)
+    tgt_in = padded_tokens(r, tgt_lengths, m, V, pad, first=BOS)
     return src, tgt_in
 
 
 def forward_setups():
     """(label, model, src, tgt_in, hidden): the models and batches both checks use."""
-    base = random_model(630)
-    pad3 = random_model(631, vocab_size=11, d_model=12, n_heads=3, d_ff=10, n_encoder_layers=1,
-                        n_decoder_layers=1, pad_id=3)
-    deep = random_model(632, vocab_size=15, d_model=8, n_heads=4, d_ff=16, n_encoder_layers=3, n_decoder_layers=2)
-    tiny = random_model(633, embedding_scale=1e-4)
-    large = random_model(634, embedding_scale=30.0)
+    base = random_model(630, vocab_size=13, n_layers=2)
+    pad3 = random_model(631, vocab_size=11, d_model=12, n_heads=3, d_ff=10, n_layers=1, pad_id=3)
+    deep = random_model(632, vocab_size=15, d_model=8, n_heads=4, d_ff=16, n_layers=3, n_decoder_layers=2)
+    tiny = random_model(633, vocab_size=13, n_layers=2, embedding_scale=1e-4)
+    large = random_model(634, vocab_size=13, n_layers=2, embedding_scale=30.0)
     setups = []
     src, tgt_in = model_inputs(base, 1, [6, 4], 6, [5, 3], 5)
     setups.append(("a batch of 2, n=6 source and m=5 target positions, both padded, 2+2 layers", base, src, tgt_in, False))
@@ -167,13 +137,17 @@ def decode_cases():
 _FORWARD = [Seq2Seq.encode, Seq2Seq.decode, Seq2Seq.__call__, training.forward_with_cache]
 
 
-def check_encode(encode=None, *, points=POINTS["6.3"], hidden=False):
-    """Exercise 6.3: embed, N encoder blocks with the source padding mask, final RMSNorm.
+ENCODE = Exercise("6.3", "encode", points=3, reference=Seq2Seq.encode)
+
+
+@ENCODE.checked_by
+def check_encode(encode=None, *, points=None, hidden=False):
+    """Embed, N encoder blocks with the source padding mask, final RMSNorm.
 
     Your `embed` is replaced by the reference while this runs, so a mistake in Exercise 6.2 is not
     charged again here.
     """
-    c = Checker("6.3", "encode", points, hidden)
+    c = Checker(ENCODE, points, hidden)
     fn = c.find(encode, "encode")
     fn = rebind(fn, embed=Seq2Seq.embed)
     cases = encode_cases()
@@ -182,14 +156,18 @@ def check_encode(encode=None, *, points=POINTS["6.3"], hidden=False):
     return c.result()
 
 
-def check_decode(decode=None, *, points=POINTS["6.4"], hidden=False):
-    """Exercise 6.4: embed, N decoder blocks (causal + padding self-mask, source cross-mask),
+DECODE = Exercise("6.4", "decode", points=4, reference=Seq2Seq.decode)
+
+
+@DECODE.checked_by
+def check_decode(decode=None, *, points=None, hidden=False):
+    """Embed, N decoder blocks (causal + padding self-mask, source cross-mask),
     final RMSNorm, tied head h @ E.T.
 
     Your `embed` is replaced by the reference while this runs, and H_enc comes from the reference
     encoder, so mistakes in Exercises 6.2 and 6.3 are not charged again here.
     """
-    c = Checker("6.4", "decode", points, hidden)
+    c = Checker(DECODE, points, hidden)
     fn = c.find(decode, "decode")
     fn = rebind(fn, embed=Seq2Seq.embed)
     cases = decode_cases()
@@ -225,9 +203,13 @@ _COUNTERS = [model_mod.parameter_count, Seq2Seq.num_parameters, Seq2Seq.paramete
              DecoderBlock.parameters, MultiHeadAttention.parameters, FeedForward.parameters]
 
 
-def check_parameter_count(parameter_count=None, *, points=POINTS["6.5"], hidden=False):
-    """Exercise 6.5: the number of [LEARNED] numbers as a formula in V, d, d_ff and the layer counts."""
-    c = Checker("6.5", "parameter_count", points, hidden)
+PARAMETER_COUNT = Exercise("6.5", "parameter_count", points=3, reference=model_mod.parameter_count)
+
+
+@PARAMETER_COUNT.checked_by
+def check_parameter_count(parameter_count=None, *, points=None, hidden=False):
+    """The number of [LEARNED] numbers as a formula in V, d, d_ff and the layer counts."""
+    c = Checker(PARAMETER_COUNT, points, hidden)
     fn = c.find(parameter_count, "parameter_count")
     cases = parameter_count_cases()
     common = dict(catalog=CATALOG["parameter_count"], forbidden=_COUNTERS)
@@ -238,7 +220,7 @@ def check_parameter_count(parameter_count=None, *, points=POINTS["6.5"], hidden=
 
 # -- Exercise 6.6 ----------------------------------------------------------------------------------------
 FORWARD_ORDER = Ordering(
-    "6.6", "the forward pass, from token ids to logits", "forward_order",
+    "6.6", "the forward pass, from token ids to logits", "forward_order", points=1,
     steps=[
         Step("look up each source token's row of E and multiply it by sqrt(d_model)",
              "Everything starts from the source token ids: their rows of E are the first vectors there are."),
@@ -263,16 +245,11 @@ FORWARD_ORDER = Ordering(
 )
 
 
-def check_forward_order(forward_order=None, *, points=POINTS["6.6"]):
-    """Exercise 6.6: all or nothing."""
+@FORWARD_ORDER.checked_by
+def check_forward_order(forward_order=None, *, points=None):
+    """All or nothing."""
     return FORWARD_ORDER.check(forward_order, points)
 
 
-EXERCISES = [
-    Exercise("6.1", "shift_right", check_shift_right, POINTS["6.1"], model_mod.shift_right),
-    Exercise("6.2", "embed", check_embed, POINTS["6.2"], Seq2Seq.embed),
-    Exercise("6.3", "encode", check_encode, POINTS["6.3"], Seq2Seq.encode),
-    Exercise("6.4", "decode", check_decode, POINTS["6.4"], Seq2Seq.decode),
-    Exercise("6.5", "parameter_count", check_parameter_count, POINTS["6.5"], model_mod.parameter_count),
-]
+EXERCISES = [SHIFT_RIGHT, EMBED, ENCODE, DECODE, PARAMETER_COUNT]
 ORDERINGS = [FORWARD_ORDER]

@@ -1,7 +1,7 @@
 """Checkers for lesson 07, Backpropagation.
 
-Exercise 7.1 softmax_cross_entropy (3 points), 7.2 numerical_gradient (2), 7.3 softmax_backward (3),
-7.4 attention_backward (4), 7.5 rms_norm_backward (3), 7.6 the order backpropagation visits the model (1).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES and ORDERINGS,
+at the end, list them.
 """
 
 import dataclasses
@@ -13,26 +13,20 @@ from .. import loss
 from ..attention import create_causal_mask, scaled_dot_product_attention, softmax
 from ..mistakes import CATALOG
 from ..mistakes import lesson07 as _register  # noqa: F401  (fills the catalog)
-from .core import Case, Checker, Exercise, rebind
+from .catalog import wrapped
+from .core import Case, Checker, rebind
+from .exercises import Exercise
+from .fixtures import generator, padded_tokens
 from .ordering import Ordering, Step
 
 # the module, not encdec.backward (the package exports training.backward under that name)
 backward = importlib.import_module("..backward", __package__)
 
-POINTS = {"7.1": 3, "7.2": 2, "7.3": 3, "7.4": 4, "7.5": 3, "7.6": 1}
-
-
-def _rng(seed):
-    return np.random.default_rng(seed)
-
 
 # -- Exercise 7.1 --------------------------------------------------------------------------------------
 def _padded_targets(r, lengths, m, V, pad_id):
-    ids = [i for i in range(V) if i != pad_id]
-    t = np.full((len(lengths), m), pad_id, dtype=np.int64)
-    for b, n in enumerate(lengths):
-        t[b, :n] = r.choice(ids, size=n)
-    return t
+    """Targets of any id but the pad, then pads."""
+    return padded_tokens(r, lengths, m, V, pad_id, avoid=())
 
 
 def _xent(logits, targets, pad_id=None):
@@ -40,7 +34,7 @@ def _xent(logits, targets, pad_id=None):
 
 
 def cross_entropy_cases():
-    r = _rng(71)
+    r = generator(71)
     batch_t = _padded_targets(r, [5, 3], 5, 7, 0)
     pad3 = _padded_targets(r, [4, 2, 1], 4, 6, 3)
     deep = _padded_targets(r, [3, 1, 2, 3, 2, 3], 3, 5, 0).reshape(2, 3, 3)
@@ -63,9 +57,13 @@ def cross_entropy_cases():
     }
 
 
-def check_softmax_cross_entropy(softmax_cross_entropy=None, *, points=POINTS["7.1"], hidden=False):
-    """Exercise 7.1: mean cross-entropy over non-pad positions and its gradient (p̂ - y) / N."""
-    c = Checker("7.1", "softmax_cross_entropy", points, hidden)
+SOFTMAX_CROSS_ENTROPY = Exercise("7.1", "softmax_cross_entropy", points=3, reference=loss.softmax_cross_entropy)
+
+
+@SOFTMAX_CROSS_ENTROPY.checked_by
+def check_softmax_cross_entropy(softmax_cross_entropy=None, *, points=None, hidden=False):
+    """Mean cross-entropy over non-pad positions and its gradient (p̂ - y) / N."""
+    c = Checker(SOFTMAX_CROSS_ENTROPY, points, hidden)
     fn = c.find(softmax_cross_entropy, "softmax_cross_entropy")
     cases = cross_entropy_cases()
     common = dict(catalog=CATALOG["softmax_cross_entropy"], names=("loss", "dlogits"),
@@ -89,13 +87,13 @@ class Problem:
     kind: str
 
     def make(self):
-        x = _rng(self.seed).normal(size=self.shape)
-        w = _rng(self.seed + 1).normal(size=self.shape)
+        x = generator(self.seed).normal(size=self.shape)
+        w = generator(self.seed + 1).normal(size=self.shape)
         if self.kind == "sin":
             def f():
                 return np.sum(w * np.sin(x))
         elif self.kind == "quadratic":
-            A = _rng(self.seed + 2).normal(size=(x.size, x.size))
+            A = generator(self.seed + 2).normal(size=(x.size, x.size))
 
             def f():
                 return x.ravel() @ A @ x.ravel()
@@ -103,7 +101,7 @@ class Problem:
             def f():
                 return np.sum(w * x**3)
         elif self.kind == "xent":
-            targets = _rng(self.seed + 3).integers(0, self.shape[-1], size=self.shape[:-1])
+            targets = generator(self.seed + 3).integers(0, self.shape[-1], size=self.shape[:-1])
 
             def f():
                 return loss.softmax_cross_entropy(x, targets)[0]
@@ -128,10 +126,6 @@ def _x_after(fn):
     return run
 
 
-def _wrapped(catalog, wrap):
-    return [dataclasses.replace(m, impl=wrap(m.impl)) for m in catalog]
-
-
 def numerical_gradient_cases():
     return [
         Case("f = sum(w * sin(x)), x of shape (3, 4), default h", (Problem("sin", (3, 4), 720, "sin"),)),
@@ -145,24 +139,28 @@ def numerical_gradient_cases():
     ]
 
 
-def check_numerical_gradient(numerical_gradient=None, *, points=POINTS["7.2"], hidden=False):
-    """Exercise 7.2: central differences, one entry at a time, x restored."""
-    c = Checker("7.2", "numerical_gradient", points, hidden)
+NUMERICAL_GRADIENT = Exercise("7.2", "numerical_gradient", points=2, reference=backward.numerical_gradient)
+
+
+@NUMERICAL_GRADIENT.checked_by
+def check_numerical_gradient(numerical_gradient=None, *, points=None, hidden=False):
+    """Central differences, one entry at a time, x restored."""
+    c = Checker(NUMERICAL_GRADIENT, points, hidden)
     fn = c.find(numerical_gradient, "numerical_gradient")
     cases = numerical_gradient_cases()
     forbidden = [backward.numerical_gradient, backward.gradient_check]
     catalog = CATALOG["numerical_gradient"]
     ref = backward.numerical_gradient
     c.check_cases("central differences, entry by entry", _gradient_of(fn) if fn else None, _gradient_of(ref),
-                  cases, catalog=_wrapped(catalog, _gradient_of), forbidden=forbidden, weight=3)
+                  cases, catalog=wrapped(catalog, _gradient_of), forbidden=forbidden, weight=3)
     c.check_cases("x is left as it was", _x_after(fn) if fn else None, _x_after(ref), cases,
-                  catalog=_wrapped(catalog, _x_after), forbidden=forbidden)
+                  catalog=wrapped(catalog, _x_after), forbidden=forbidden)
     return c.result()
 
 
 # -- Exercise 7.3 --------------------------------------------------------------------------------------
 def softmax_backward_cases():
-    r = _rng(73)
+    r = generator(73)
 
     def pair(shape, axis=-1, scale=1.0, mask=None, dtype=np.float64):
         z = r.normal(size=shape) * scale
@@ -183,9 +181,13 @@ def softmax_backward_cases():
     }
 
 
-def check_softmax_backward(softmax_backward=None, *, points=POINTS["7.3"], hidden=False):
-    """Exercise 7.3: dx = p * (dout - sum(dout * p)) along `axis`."""
-    c = Checker("7.3", "softmax_backward", points, hidden)
+SOFTMAX_BACKWARD = Exercise("7.3", "softmax_backward", points=3, reference=backward.softmax_backward)
+
+
+@SOFTMAX_BACKWARD.checked_by
+def check_softmax_backward(softmax_backward=None, *, points=None, hidden=False):
+    """dx = p * (dout - sum(dout * p)) along `axis`."""
+    c = Checker(SOFTMAX_BACKWARD, points, hidden)
     fn = c.find(softmax_backward, "softmax_backward")
     cases = softmax_backward_cases()
     common = dict(catalog=CATALOG["softmax_backward"], forbidden=[backward.softmax_backward])
@@ -198,7 +200,7 @@ def check_softmax_backward(softmax_backward=None, *, points=POINTS["7.3"], hidde
 
 # -- Exercise 7.4 --------------------------------------------------------------------------------------
 def attention_backward_cases():
-    r = _rng(74)
+    r = generator(74)
 
     def case(lead, m, n, d_k, d_v, mask=None, scale=1.0, dtype=np.float64):
         Q, K, V = (r.normal(size=lead + s) * scale for s in ((m, d_k), (n, d_k), (n, d_v)))
@@ -219,13 +221,17 @@ def attention_backward_cases():
     }
 
 
-def check_attention_backward(attention_backward=None, *, points=POINTS["7.4"], hidden=False):
-    """Exercise 7.4: (dQ, dK, dV) of softmax(Q K^T / sqrt(d_k) + mask) V.
+ATTENTION_BACKWARD = Exercise("7.4", "attention_backward", points=4, reference=backward.attention_backward)
+
+
+@ATTENTION_BACKWARD.checked_by
+def check_attention_backward(attention_backward=None, *, points=None, hidden=False):
+    """(dQ, dK, dV) of softmax(Q K^T / sqrt(d_k) + mask) V.
 
     Your `softmax_backward` is replaced by the reference while this runs, so a mistake in
     Exercise 7.3 is not charged again here.
     """
-    c = Checker("7.4", "attention_backward", points, hidden)
+    c = Checker(ATTENTION_BACKWARD, points, hidden)
     fn = c.find(attention_backward, "attention_backward")
     fn = rebind(fn, softmax_backward=backward.softmax_backward)
     cases = attention_backward_cases()
@@ -240,7 +246,7 @@ def check_attention_backward(attention_backward=None, *, points=POINTS["7.4"], h
 
 # -- Exercise 7.5 --------------------------------------------------------------------------------------
 def rms_norm_backward_cases():
-    r = _rng(75)
+    r = generator(75)
 
     def case(shape, scale=1.0, **kwargs):
         d = shape[-1]
@@ -261,9 +267,13 @@ def rms_norm_backward_cases():
     }
 
 
-def check_rms_norm_backward(rms_norm_backward=None, *, points=POINTS["7.5"], hidden=False):
-    """Exercise 7.5: (dx, dgamma) of y = gamma * x / sqrt(mean(x^2) + eps)."""
-    c = Checker("7.5", "rms_norm_backward", points, hidden)
+RMS_NORM_BACKWARD = Exercise("7.5", "rms_norm_backward", points=3, reference=backward.rms_norm_backward)
+
+
+@RMS_NORM_BACKWARD.checked_by
+def check_rms_norm_backward(rms_norm_backward=None, *, points=None, hidden=False):
+    """(dx, dgamma) of y = gamma * x / sqrt(mean(x^2) + eps)."""
+    c = Checker(RMS_NORM_BACKWARD, points, hidden)
     fn = c.find(rms_norm_backward, "rms_norm_backward")
     cases = rms_norm_backward_cases()
     common = dict(catalog=CATALOG["rms_norm_backward"], names=("dx", "dgamma"),
@@ -277,7 +287,7 @@ def check_rms_norm_backward(rms_norm_backward=None, *, points=POINTS["7.5"], hid
 
 # -- Exercise 7.6 --------------------------------------------------------------------------------------
 BACKPROP_ORDER = Ordering(
-    "7.6", "the order backpropagation visits the model", "backprop_order",
+    "7.6", "the order backpropagation visits the model", "backprop_order", points=1,
     steps=[
         Step("the loss gradient at the logits: dz = (p̂ - y) / N",
              "Backpropagation starts where the forward pass ended: the gradient of the loss with respect "
@@ -303,16 +313,11 @@ BACKPROP_ORDER = Ordering(
 )
 
 
-def check_backprop_order(backprop_order=None, *, points=POINTS["7.6"]):
-    """Exercise 7.6: all or nothing."""
+@BACKPROP_ORDER.checked_by
+def check_backprop_order(backprop_order=None, *, points=None):
+    """All or nothing."""
     return BACKPROP_ORDER.check(backprop_order, points)
 
 
-EXERCISES = [
-    Exercise("7.1", "softmax_cross_entropy", check_softmax_cross_entropy, POINTS["7.1"], loss.softmax_cross_entropy),
-    Exercise("7.2", "numerical_gradient", check_numerical_gradient, POINTS["7.2"], backward.numerical_gradient),
-    Exercise("7.3", "softmax_backward", check_softmax_backward, POINTS["7.3"], backward.softmax_backward),
-    Exercise("7.4", "attention_backward", check_attention_backward, POINTS["7.4"], backward.attention_backward),
-    Exercise("7.5", "rms_norm_backward", check_rms_norm_backward, POINTS["7.5"], backward.rms_norm_backward),
-]
+EXERCISES = [SOFTMAX_CROSS_ENTROPY, NUMERICAL_GRADIENT, SOFTMAX_BACKWARD, ATTENTION_BACKWARD, RMS_NORM_BACKWARD]
 ORDERINGS = [BACKPROP_ORDER]

@@ -1,7 +1,7 @@
 """Checkers for lesson 08, Training.
 
-Exercise 8.1 sequence_cross_entropy (3 points), 8.2 adam_update (3), 8.3 warmup_schedule (2),
-8.4 train_step (3), 8.5 the steps of one training step, in order (1), 8.6 dropout (2).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES and ORDERINGS,
+at the end, list them.
 
 `train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None)` receives the
 reference `encdec.Seq2Seq` with randomised weights and the reference `encdec.Adam`, and runs with
@@ -10,45 +10,27 @@ the reference loss in place of the student's `sequence_cross_entropy` (and the r
 never charged again in 8.4.
 """
 
-import dataclasses
-
 import numpy as np
 
 from .. import layers, optim, training
 from .. import loss as loss_mod
 from ..mistakes import CATALOG
 from ..mistakes import lesson08 as _register  # noqa: F401  (fills the catalog)
-from ..model import Seq2Seq
-from .core import Case, Checker, Exercise, rebind, run_student
+from .catalog import wrapped
+from .core import Case, Checker, rebind, run_student
+from .exercises import Exercise
+from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model
 from .ordering import Ordering, Step
-
-POINTS = {"8.1": 3, "8.2": 3, "8.3": 2, "8.4": 3, "8.5": 1, "8.6": 2}
-
-PAD, BOS, EOS = 0, 1, 2
-
-
-def _rng(seed):
-    return np.random.default_rng(seed)
-
-
-def _wrap_catalog(mistakes, wrapper):
-    """Catalog entries run through the same harness as the student's answer."""
-    return [dataclasses.replace(m, impl=wrapper(m.impl)) for m in mistakes]
 
 
 # -- Exercise 8.1 ---------------------------------------------------------------------------------------
 def _padded_targets(r, lengths, width, vocab_size, pad_id=PAD):
     """(B, width) targets: lengths[b] real tokens ending in EOS, then pads."""
-    out = np.full((len(lengths), width), pad_id, dtype=np.int64)
-    letters = [i for i in range(vocab_size) if i not in (PAD, BOS, EOS, pad_id)]
-    for b, n in enumerate(lengths):
-        out[b, : n - 1] = r.choice(letters, size=n - 1)
-        out[b, n - 1] = EOS
-    return out
+    return padded_tokens(r, lengths, width, vocab_size, pad_id, last=EOS)
 
 
 def loss_cases():
-    r = _rng(81)
+    r = generator(81)
     V = 9
     big = r.normal(size=(2, 4, V)) * 1e3
     t_big = _padded_targets(r, [4, 2], 4, V)
@@ -77,9 +59,13 @@ def loss_cases():
     }
 
 
-def check_sequence_cross_entropy(sequence_cross_entropy=None, *, points=POINTS["8.1"], hidden=False):
-    """Exercise 8.1: mean cross-entropy over non-pad targets, with label smoothing, and its gradient."""
-    c = Checker("8.1", "sequence_cross_entropy", points, hidden)
+SEQUENCE_CROSS_ENTROPY = Exercise("8.1", "sequence_cross_entropy", points=3, reference=loss_mod.softmax_cross_entropy)
+
+
+@SEQUENCE_CROSS_ENTROPY.checked_by
+def check_sequence_cross_entropy(sequence_cross_entropy=None, *, points=None, hidden=False):
+    """Mean cross-entropy over non-pad targets, with label smoothing, and its gradient."""
+    c = Checker(SEQUENCE_CROSS_ENTROPY, points, hidden)
     fn = c.find(sequence_cross_entropy, "sequence_cross_entropy")
     cases = loss_cases()
     ref = loss_mod.softmax_cross_entropy
@@ -93,7 +79,7 @@ def check_sequence_cross_entropy(sequence_cross_entropy=None, *, points=POINTS["
 
 # -- Exercise 8.2 -----------------------------------------------------------------------------------------
 def adam_cases():
-    r = _rng(82)
+    r = generator(82)
 
     def state(shape, t, scale=1.0, dtype=np.float64, fresh=False):
         param = r.normal(size=shape)
@@ -118,9 +104,13 @@ def adam_cases():
     }
 
 
-def check_adam_update(adam_update=None, *, points=POINTS["8.2"], hidden=False):
-    """Exercise 8.2: one Adam step, returning (new_param, new_m, new_v)."""
-    c = Checker("8.2", "adam_update", points, hidden)
+ADAM_UPDATE = Exercise("8.2", "adam_update", points=3, reference=optim.adam_update)
+
+
+@ADAM_UPDATE.checked_by
+def check_adam_update(adam_update=None, *, points=None, hidden=False):
+    """One Adam step, returning (new_param, new_m, new_v)."""
+    c = Checker(ADAM_UPDATE, points, hidden)
     fn = c.find(adam_update, "adam_update")
     cases = adam_cases()
     ref = optim.adam_update
@@ -159,12 +149,16 @@ def schedule_cases():
     }
 
 
-def check_warmup_schedule(warmup_schedule=None, *, points=POINTS["8.3"], hidden=False):
-    """Exercise 8.3: lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)."""
-    c = Checker("8.3", "warmup_schedule", points, hidden)
+WARMUP_SCHEDULE = Exercise("8.3", "warmup_schedule", points=2, reference=optim.warmup_schedule)
+
+
+@WARMUP_SCHEDULE.checked_by
+def check_warmup_schedule(warmup_schedule=None, *, points=None, hidden=False):
+    """lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)."""
+    c = Checker(WARMUP_SCHEDULE, points, hidden)
     fn = c.find(warmup_schedule, "warmup_schedule")
     cases = schedule_cases()
-    catalog = _wrap_catalog(CATALOG["warmup_schedule"], _over_steps)
+    catalog = wrapped(CATALOG["warmup_schedule"], _over_steps)
     common = dict(catalog=catalog, forbidden=[optim.warmup_schedule])
     ref = _over_steps(optim.warmup_schedule)
     c.check_cases("the learning rate at each step",
@@ -174,28 +168,10 @@ def check_warmup_schedule(warmup_schedule=None, *, points=POINTS["8.3"], hidden=
 
 
 # -- Exercise 8.4 -----------------------------------------------------------------------------------------
-def random_model(seed, vocab_size=7, d_model=8, n_heads=2, d_ff=12, n_layers=1):
-    """A reference Seq2Seq whose every parameter is random: gains near 1, biases and matrices noisy."""
-    model = Seq2Seq(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, d_ff=d_ff,
-                    n_encoder_layers=n_layers, n_decoder_layers=n_layers, pad_id=PAD, rng=seed)
-    r = _rng(seed + 1000)
-    for name, p in model.parameters().items():
-        if "gamma" in name:
-            p[...] = r.uniform(0.5, 1.5, size=p.shape)
-        elif p.ndim == 1:
-            p[...] = r.normal(0.0, 0.3, size=p.shape)
-        elif name != "embedding":
-            p[...] = r.normal(0.0, 0.4, size=p.shape)
-    return model
-
-
 def _batch(seed, src_lengths, tgt_lengths, vocab_size):
-    r = _rng(seed + 2000)
-    n, m = max(src_lengths), max(tgt_lengths)
-    src = np.full((len(src_lengths), n), PAD, dtype=np.int64)
-    for b, k in enumerate(src_lengths):
-        src[b, :k] = r.integers(3, vocab_size, size=k)
-    return src, _padded_targets(r, tgt_lengths, m, vocab_size)
+    r = generator(seed + 2000)
+    src = padded_tokens(r, src_lengths, max(src_lengths), vocab_size)
+    return src, _padded_targets(r, tgt_lengths, max(tgt_lengths), vocab_size)
 
 
 def _describe(out):
@@ -231,18 +207,22 @@ def train_step_cases():
     }
 
 
-def check_train_step(train_step=None, *, points=POINTS["8.4"], hidden=False):
-    """Exercise 8.4: one teacher-forced step; returns (loss, accuracy) of the batch before the update.
+TRAIN_STEP = Exercise("8.4", "train_step", points=3, reference=training.train_step)
+
+
+@TRAIN_STEP.checked_by
+def check_train_step(train_step=None, *, points=None, hidden=False):
+    """One teacher-forced step; returns (loss, accuracy) of the batch before the update.
 
     Your `sequence_cross_entropy` (and `adam_update`, `warmup_schedule`, if used) are replaced by the
     reference while this runs, so a mistake in Exercises 8.1-8.3 is not charged again here.
     """
-    c = Checker("8.4", "train_step", points, hidden)
+    c = Checker(TRAIN_STEP, points, hidden)
     fn = c.find(train_step, "train_step")
     fn = rebind(fn, sequence_cross_entropy=loss_mod.softmax_cross_entropy, adam_update=optim.adam_update,
                 warmup_schedule=optim.warmup_schedule)
     cases = train_step_cases()
-    catalog = _wrap_catalog(CATALOG["train_step"], _one_step)
+    catalog = wrapped(CATALOG["train_step"], _one_step)
     common = dict(catalog=catalog, forbidden=[training.train_step],
                   names=("loss", "accuracy", "the parameters after the update"))
     ref = _one_step(training.train_step)
@@ -254,7 +234,7 @@ def check_train_step(train_step=None, *, points=POINTS["8.4"], hidden=False):
 
 # -- Exercise 8.5 -----------------------------------------------------------------------------------------
 TRAINING_STEP_ORDER = Ordering(
-    "8.5", "one training step, in order", "training_step_order",
+    "8.5", "one training step, in order", "training_step_order", points=1,
     steps=[
         Step("draw a batch of (source, target) pairs, padded to a common length",
              "Everything else in the step works on the batch, so it is drawn first."),
@@ -280,8 +260,9 @@ TRAINING_STEP_ORDER = Ordering(
 )
 
 
-def check_training_step_order(training_step_order=None, *, points=POINTS["8.5"]):
-    """Exercise 8.5: all or nothing."""
+@TRAINING_STEP_ORDER.checked_by
+def check_training_step_order(training_step_order=None, *, points=None):
+    """All or nothing."""
     return TRAINING_STEP_ORDER.check(training_step_order, points)
 
 
@@ -346,7 +327,7 @@ def _probe(fn):
 
 
 def dropout_cases():
-    r = _rng(86)
+    r = generator(86)
     return {
         "training": [
             Case("x = 1..12 as a (3, 4) array, rate=0.4, rng=default_rng(0), training left at its default",
@@ -376,14 +357,18 @@ def dropout_cases():
     }
 
 
-def check_dropout(dropout=None, *, points=POINTS["8.6"], hidden=False):
-    """Exercise 8.6: inverted dropout, u = rng.random(x.shape) drawn once, keep where u >= rate,
+DROPOUT = Exercise("8.6", "dropout", points=2, reference=layers.dropout)
+
+
+@DROPOUT.checked_by
+def check_dropout(dropout=None, *, points=None, hidden=False):
+    """Inverted dropout, u = rng.random(x.shape) drawn once, keep where u >= rate,
     x * keep / (1 - rate); x itself (nothing drawn) with training=False or rate=0.
 
     keep = u < 1 - rate, the same distribution from the same draw, is accepted as well: the answer is
     then checked, exactly, against that convention.
     """
-    c = Checker("8.6", "dropout", points, hidden)
+    c = Checker(DROPOUT, points, hidden)
     fn = c.find(dropout, "dropout")
     forbidden = [layers.dropout, training._dropout]
     flipped, nothing_drawn = _probe(fn) if fn is not None else (False, False)
@@ -395,7 +380,7 @@ def check_dropout(dropout=None, *, points=POINTS["8.6"], hidden=False):
         c.note("you keep the entries where u < 1 - rate, not where u >= rate: the same distribution from "
                "the same single draw, so it is accepted, and every case is checked against that convention.")
     ref = _seeded(_dropout_single_draw if flipped else layers.dropout)
-    catalog = _wrap_catalog(CATALOG["dropout"], lambda impl: _seeded(impl, flipped))
+    catalog = wrapped(CATALOG["dropout"], lambda impl: _seeded(impl, flipped))
     common = dict(catalog=catalog, forbidden=forbidden,
                   names=("output", "how many numbers your function drew from rng (-1: not a whole number of "
                                    "rng.random() draws)"))
@@ -407,12 +392,5 @@ def check_dropout(dropout=None, *, points=POINTS["8.6"], hidden=False):
     return c.result()
 
 
-EXERCISES = [
-    Exercise("8.1", "sequence_cross_entropy", check_sequence_cross_entropy, POINTS["8.1"],
-             loss_mod.softmax_cross_entropy),
-    Exercise("8.2", "adam_update", check_adam_update, POINTS["8.2"], optim.adam_update),
-    Exercise("8.3", "warmup_schedule", check_warmup_schedule, POINTS["8.3"], optim.warmup_schedule),
-    Exercise("8.4", "train_step", check_train_step, POINTS["8.4"], training.train_step),
-    Exercise("8.6", "dropout", check_dropout, POINTS["8.6"], layers.dropout),
-]
+EXERCISES = [SEQUENCE_CROSS_ENTROPY, ADAM_UPDATE, WARMUP_SCHEDULE, TRAIN_STEP, DROPOUT]
 ORDERINGS = [TRAINING_STEP_ORDER]

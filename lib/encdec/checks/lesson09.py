@@ -1,7 +1,7 @@
 """Checkers for lesson 09, Decoding.
 
-Exercise 9.1 greedy_decode (3 points), 9.2 sample_next_token (3), 9.3 beam_search (3),
-9.4 decode_step (3), 9.5 cached_greedy_decode (2), 9.6 one cached decoding step, in order (1).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES and ORDERINGS,
+at the end, list them.
 
 The decoding exercises receive reference `encdec.Seq2Seq` models: random ones (every parameter
 random, gains and biases included), a random one whose output stops (it pushes EOS up once it has
@@ -27,39 +27,26 @@ from ..mistakes import CATALOG
 from ..mistakes import lesson09 as _register  # noqa: F401  (fills the catalog)
 from ..attention import MultiHeadAttention
 from ..model import Seq2Seq
-from .core import Case, Checker, Exercise, compare, rebind, run_student
+from .catalog import wrapped
+from .core import Case, Checker, compare, rebind, run_student, with_cause
+from .exercises import Exercise
+from .fixtures import BOS, EOS, PAD, generator, random_model, source_batch
 from .ordering import Ordering, Step
-
-POINTS = {"9.1": 3, "9.2": 3, "9.3": 3, "9.4": 3, "9.5": 2, "9.6": 1}
-
-PAD, BOS, EOS = 0, 1, 2
-
-
-def _rng(seed):
-    return np.random.default_rng(seed)
 
 
 # -- models the checks decode with ----------------------------------------------------------------------
-def random_model(seed, vocab_size=9, d_model=8, n_heads=2, d_ff=12, n_layers=1, model_class=Seq2Seq,
-                 embedding_scale=0.6, push=None, weight_scale=None):
-    """A reference Seq2Seq whose every parameter is random: gains near 1, biases and matrices noisy."""
-    model = model_class(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, d_ff=d_ff,
-                        n_encoder_layers=n_layers, n_decoder_layers=n_layers, pad_id=PAD, rng=seed)
-    r = _rng(seed + 1000)
-    for name, p in model.parameters().items():
-        if "gamma" in name:
-            p[...] = r.uniform(0.5, 1.5, size=p.shape)
-        elif p.ndim == 1:
-            p[...] = r.normal(0.0, 0.3, size=p.shape)
-        elif name == "embedding":
-            p[...] = r.normal(0.0, embedding_scale, size=p.shape)
-        elif weight_scale is None:
-            p[...] = r.normal(0.0, 0.4, size=p.shape)
-        else:
-            p[...] = r.normal(0.0, weight_scale / np.sqrt(p.shape[0]), size=p.shape)
+def decoding_model(seed, *, embedding_scale=0.6, push=None, **sizes):
+    """A random model (fixtures.random_model) whose embedding is random too; `push` sets a
+    ScriptedReverser's push towards EOS."""
+    model = random_model(seed, embedding_scale=embedding_scale, **sizes)
     if push is not None:
         model.push = push
     return model
+
+
+def wild_model(seed, **sizes):
+    """A random model with large weights (N(0, 3 / sqrt(d_in))): its outputs vary a lot from step to step."""
+    return decoding_model(seed, embedding_scale=0.3, scale=3.0, fan_in=True, **sizes)
 
 
 class ScriptedReverser(Seq2Seq):
@@ -74,7 +61,7 @@ class ScriptedReverser(Seq2Seq):
     def decode(self, tgt_in, H_enc, src_mask, return_attention=False):
         out = super().decode(tgt_in, H_enc, src_mask, return_attention)
         logits, cross = out if return_attention else (out, None)
-        readout = _rng(self.config.vocab_size).normal(0.0, self.readout_scale, size=(self.config.d_model, self.config.vocab_size))
+        readout = generator(self.config.vocab_size).normal(0.0, self.readout_scale, size=(self.config.d_model, self.config.vocab_size))
         H = np.asarray(H_enc)
         n_src = np.sum(np.asarray(src_mask) == 0, axis=-1)[..., 0, 0]  # (...,) real source tokens per row
         t = np.arange(logits.shape[-2])
@@ -102,7 +89,7 @@ def trained_reverser():
     model = Seq2Seq(vocab_size=task.vocab_size, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1,
                     n_decoder_layers=1, pad_id=PAD, rng=5)
     optimizer = Adam(model.parameters(), lr=0.01)
-    r = _rng(0)
+    r = generator(0)
     for _ in range(120):
         src, tgt = task.batch(r, 16)
         train_step(model, optimizer, src, tgt, BOS)
@@ -157,45 +144,40 @@ WORKED_EXAMPLE = {  # the tokens generated so far -> the probabilities of the ne
 }
 
 
-def _sources(seed, lengths, width=None, vocab_size=9):
-    """(len(lengths), width) right-padded source ids of letters (ids >= 3)."""
-    r = _rng(seed)
-    width = width or max(lengths)
-    src = np.full((len(lengths), width), PAD, dtype=np.int64)
-    for b, n in enumerate(lengths):
-        src[b, :n] = r.integers(3, vocab_size, size=n)
-    return src
-
-
 # -- Exercise 9.1 ---------------------------------------------------------------------------------------
 def _reference_greedy(model, src, bos_id, eos_id, max_len):
     return decoding.greedy_decode(model, src, bos_id, eos_id, max_len, use_cache=False)
 
 
 def greedy_cases():
-    stop = random_model(21, model_class=ScriptedReverser, embedding_scale=0.2)
-    stop2 = random_model(22, vocab_size=11, d_model=12, n_heads=3, n_layers=2, model_class=ScriptedReverser, embedding_scale=0.2)
-    wild = random_model(23)
+    stop = decoding_model(21, model_class=ScriptedReverser, embedding_scale=0.2)
+    stop2 = decoding_model(22, vocab_size=11, d_model=12, n_heads=3, n_layers=2, model_class=ScriptedReverser,
+                           embedding_scale=0.2)
+    wild = decoding_model(23)
     return {
         "one": [Case("one source (n,) of 4 tokens, a model that stops after about 4 tokens",
-                     (stop, _sources(1, [4])[0], BOS, EOS, 8)),
+                     (stop, source_batch(1, [4])[0], BOS, EOS, 8)),
                 Case("one source of 3 tokens, a random model that rarely says EOS, max_len=6",
-                     (wild, _sources(2, [3])[0], BOS, EOS, 6)),
-                Case("one source, two layers each side, max_len=10", (stop2, _sources(3, [5], vocab_size=11)[0], BOS, EOS, 10),
+                     (wild, source_batch(2, [3])[0], BOS, EOS, 6)),
+                Case("one source, two layers each side, max_len=10", (stop2, source_batch(3, [5], vocab_size=11)[0], BOS, EOS, 10),
                      hidden=True)],
-        "stops": [Case("max_len=2 cuts the output before EOS", (stop, _sources(4, [5])[0], BOS, EOS, 2)),
-                  Case("a source of 1 token: EOS comes early", (stop, _sources(5, [1])[0], BOS, EOS, 8), hidden=True)],
+        "stops": [Case("max_len=2 cuts the output before EOS", (stop, source_batch(4, [5])[0], BOS, EOS, 2)),
+                  Case("a source of 1 token: EOS comes early", (stop, source_batch(5, [1])[0], BOS, EOS, 8), hidden=True)],
         "batch": [Case("a batch of 3 padded sources (lengths 2, 5, 3): rows end at different steps",
-                       (stop, _sources(6, [2, 5, 3]), BOS, EOS, 9)),
-                  Case("a batch of 2 sources with the random model, max_len=5", (wild, _sources(7, [4, 2]), BOS, EOS, 5)),
+                       (stop, source_batch(6, [2, 5, 3]), BOS, EOS, 9)),
+                  Case("a batch of 2 sources with the random model, max_len=5", (wild, source_batch(7, [4, 2]), BOS, EOS, 5)),
                   Case("a batch of 4 sources, the briefly trained reverser",
-                       (trained_reverser(), _sources(8, [3, 5, 2, 4]), BOS, EOS, 7), hidden=True)],
+                       (trained_reverser(), source_batch(8, [3, 5, 2, 4]), BOS, EOS, 7), hidden=True)],
     }
 
 
-def check_greedy_decode(greedy_decode=None, *, points=POINTS["9.1"], hidden=False):
-    """Exercise 9.1: the most probable token at every step, from BOS until EOS or max_len."""
-    c = Checker("9.1", "greedy_decode", points, hidden)
+GREEDY_DECODE = Exercise("9.1", "greedy_decode", points=3, reference=decoding.greedy_decode)
+
+
+@GREEDY_DECODE.checked_by
+def check_greedy_decode(greedy_decode=None, *, points=None, hidden=False):
+    """The most probable token at every step, from BOS until EOS or max_len."""
+    c = Checker(GREEDY_DECODE, points, hidden)
     fn = c.find(greedy_decode, "greedy_decode")
     cases = greedy_cases()
     common = dict(catalog=CATALOG["greedy_decode"], forbidden=[decoding.greedy_decode, decoding.beam_search])
@@ -225,7 +207,7 @@ class SamplingCase:
 def _draws(fn, case):
     """N_DRAWS tokens from one call on N_DRAWS copies of the logits row, with a seeded generator."""
     tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
-    return run_student(fn, (tiled,), dict(case.kwargs, rng=_rng(case.seed)))
+    return run_student(fn, (tiled,), dict(case.kwargs, rng=generator(case.seed)))
 
 
 def _as_ids(value, V, shape):
@@ -269,23 +251,23 @@ def _sampling_diagnosis(c, freqs, error, case, catalog):
     tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
     if error is not None:  # only a mistake failing with the very same message
         for m in catalog:
-            _, merr = m.run((tiled,), dict(case.kwargs, rng=_rng(case.seed)))
+            _, merr = m.run((tiled,), dict(case.kwargs, rng=generator(case.seed)))
             if merr is not None and type(merr) is type(error) and str(merr) == str(error):
-                return c._once(m.diagnosis)
+                return c.likely_cause(m)
         return ""
     for m in catalog:
-        value, merr = m.run((tiled,), dict(case.kwargs, rng=_rng(case.seed)))
+        value, merr = m.run((tiled,), dict(case.kwargs, rng=generator(case.seed)))
         if merr is not None:
             continue
         ids, problem = _as_ids(value, V, (N_DRAWS,))
         if problem is None and _close_two(freqs, _frequencies(ids, V), N_DRAWS):
-            return c._once(m.diagnosis)
+            return c.likely_cause(m)
     return ""
 
 
 def _one_at_a_time(fn, case, forbidden):
     """N_DRAWS single draws from the (V,) row, for an answer that cannot do a batch of rows."""
-    rng = _rng(case.seed)
+    rng = generator(case.seed)
 
     def draws():
         return np.array([np.asarray(fn(case.logits, rng=rng, **case.kwargs)).item() for _ in range(N_DRAWS)])
@@ -299,13 +281,12 @@ def _check_sampling(c, label, fn, cases, catalog, forbidden):
     (the shapes part already says so) is asked N_DRAWS times for one draw instead."""
     if c.stopped:
         return False
+    cases = c.to_run(cases)
     for case in cases:
-        if case.hidden and not c.hidden:
-            continue
         V = len(case.logits)
         p = decoding.next_token_distribution(case.logits, **case.kwargs)
         tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
-        outcome = run_student(fn, (tiled,), dict(case.kwargs, rng=_rng(case.seed)), forbidden)
+        outcome = run_student(fn, (tiled,), dict(case.kwargs, rng=generator(case.seed)), forbidden)
         if not outcome.delegated and (outcome.error is not None or _as_ids(outcome.value, V, (N_DRAWS,))[1]):
             single = _one_at_a_time(fn, case, forbidden)
             if single.error is None and not _as_ids(single.value, V, (N_DRAWS,))[1]:
@@ -315,12 +296,12 @@ def _check_sampling(c, label, fn, cases, catalog, forbidden):
         if outcome.error is not None:
             msg = c._explain_error(outcome)
             if outcome.delegated or isinstance(outcome.error, NotImplementedError):
-                return c.record(label, False, c.stopped)
+                return c.part(label, False, c.stopped, cases=cases, failed=case)
             diagnosis = _sampling_diagnosis(c, None, outcome.error, case, catalog)
-            return c.record(label, False, _with(f"{where} {msg}", diagnosis))
+            return c.part(label, False, with_cause(f"{where} {msg}", diagnosis), cases=cases, failed=case)
         ids, problem = _as_ids(outcome.value, V, (N_DRAWS,))
         if problem:
-            return c.record(label, False, f"{where} {problem}")
+            return c.part(label, False, f"{where} {problem}", cases=cases, failed=case)
         freqs = _frequencies(ids, V)
         outside = np.flatnonzero((freqs > 0) & (p == 0))
         if outside.size:
@@ -332,19 +313,16 @@ def _check_sampling(c, label, fn, cases, catalog, forbidden):
             problem = (f"token {worst} was drawn {_fmt_p(freqs[worst])} of the time; its probability is "
                        f"{_fmt_p(p[worst])} (expected frequencies {[_fmt_p(x) for x in p]})")
         if problem:
-            return c.record(label, False, _with(f"{where} {problem}", _sampling_diagnosis(c, freqs, None, case, catalog)))
-    return c.record(label, True)
-
-
-def _with(text, diagnosis):
-    return text + (f"\n      Likely cause: {diagnosis}" if diagnosis else "")
+            diagnosis = _sampling_diagnosis(c, freqs, None, case, catalog)
+            return c.part(label, False, with_cause(f"{where} {problem}", diagnosis), cases=cases, failed=case)
+    return c.part(label, True, cases=cases)
 
 
 LOGITS = np.log(np.array([0.06, 0.40, 0.04, 0.25, 0.10, 0.15]))  # token 1 most probable, then 3, 5, 4, 0, 2
 
 
 def sampling_cases():
-    r = _rng(92)
+    r = generator(92)
     spread = r.normal(size=9) * 1.5
     flat = np.log(np.array([0.3, 0.28, 0.22, 0.12, 0.08]))
     peaked = np.log(np.array([0.02, 0.9, 0.03, 0.05]))
@@ -365,9 +343,13 @@ def sampling_cases():
     }
 
 
-def check_sample_next_token(sample_next_token=None, *, points=POINTS["9.2"], hidden=False):
-    """Exercise 9.2: one draw per row from softmax(logits / T), restricted by top-k and top-p."""
-    c = Checker("9.2", "sample_next_token", points, hidden)
+SAMPLE_NEXT_TOKEN = Exercise("9.2", "sample_next_token", points=3, reference=decoding.sample_next_token)
+
+
+@SAMPLE_NEXT_TOKEN.checked_by
+def check_sample_next_token(sample_next_token=None, *, points=None, hidden=False):
+    """One draw per row from softmax(logits / T), restricted by top-k and top-p."""
+    c = Checker(SAMPLE_NEXT_TOKEN, points, hidden)
     fn = c.find(sample_next_token, "sample_next_token")
     catalog = CATALOG["sample_next_token"]
     forbidden = [decoding.sample_next_token, decoding.next_token_distribution]
@@ -384,17 +366,17 @@ def check_sample_next_token(sample_next_token=None, *, points=POINTS["9.2"], hid
 
 def _check_shapes_and_seed(c, fn, catalog, forbidden):
     """Shapes (..., V) -> (...), temperature 0 is the argmax, and the rng decides the draws."""
-    r = _rng(91)
+    r = generator(91)
     V = len(LOGITS)
     problems = []
     for shape in [(), (5,), (2, 3)]:
         logits = r.normal(size=shape + (V,))
-        out = run_student(fn, (logits,), {"rng": _rng(1)}, forbidden)
+        out = run_student(fn, (logits,), {"rng": generator(1)}, forbidden)
         c._absorb(out, f"logits of shape {logits.shape}")
         if out.error is not None:
             if out.delegated or isinstance(out.error, NotImplementedError):
                 c._explain_error(out)
-                return c.record("one id per row of logits", False, c.stopped)
+                return c.part("one id per row of logits", False, c.stopped)
             problems.append(f"[logits of shape {logits.shape}] {c._explain_error(out)}")
         else:
             _, problem = _as_ids(out.value, V, shape)
@@ -406,20 +388,20 @@ def _check_shapes_and_seed(c, fn, catalog, forbidden):
                                 "at a time, so loop over the rows, or draw every row at once with the inverse CDF "
                                 "(section 9.3).")
             break
-    c.record("one id per row of logits: (V,) gives one id, (B, V) gives (B,), (2, 3, V) gives (2, 3)",
-             not problems, problems[0] if problems else "")
-    cases = [Case("temperature=0 on 7 logits", (r.normal(size=7) * 3,), {"temperature": 0.0, "rng": _rng(2)}),
+    c.part("one id per row of logits: (V,) gives one id, (B, V) gives (B,), (2, 3, V) gives (2, 3)",
+           not problems, problems[0] if problems else "")
+    cases = [Case("temperature=0 on 7 logits", (r.normal(size=7) * 3,), {"temperature": 0.0, "rng": generator(2)}),
              Case("temperature=0 on large logits (about 1000)", (r.normal(size=9) * 1e3,),
-                  {"temperature": 0.0, "rng": _rng(4)})]
+                  {"temperature": 0.0, "rng": generator(4)})]
     c.check_cases("temperature=0 picks the most probable token (no randomness)", fn,
                   lambda x, temperature, rng: np.argmax(x, axis=-1), cases, catalog=catalog, forbidden=forbidden)
-    first = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": _rng(3)}, forbidden)
-    again = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": _rng(3)}, forbidden)
+    first = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": generator(3)}, forbidden)
+    again = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": generator(3)}, forbidden)
     if first.error is None and again.error is None:
         same = compare(again.value, first.value) is None
-        c.record("the rng argument decides the draws (the same seed gives the same tokens)", same,
-                 "" if same else "two calls with generators of the same seed drew different tokens: draw your "
-                 "random numbers from `rng` (rng.random(...) or rng.choice(...)), not from np.random.")
+        c.part("the rng argument decides the draws (the same seed gives the same tokens)", same,
+               "" if same else "two calls with generators of the same seed drew different tokens: draw your "
+               "random numbers from `rng` (rng.random(...) or rng.choice(...)), not from np.random.")
 
 
 # -- Exercise 9.3 ---------------------------------------------------------------------------------------
@@ -440,13 +422,13 @@ def _every(results):
 
 
 def beam_cases():
-    stop = random_model(31, model_class=ScriptedReverser, embedding_scale=0.2)
-    slow = random_model(31, model_class=ScriptedReverser, embedding_scale=0.2, push=1.0)
-    slower = random_model(35, model_class=ScriptedReverser, embedding_scale=0.2, push=1.5)
-    stop2 = random_model(32, vocab_size=11, d_model=12, n_heads=3, n_layers=2, model_class=ScriptedReverser,
+    stop = decoding_model(31, model_class=ScriptedReverser, embedding_scale=0.2)
+    slow = decoding_model(31, model_class=ScriptedReverser, embedding_scale=0.2, push=1.0)
+    slower = decoding_model(35, model_class=ScriptedReverser, embedding_scale=0.2, push=1.5)
+    stop2 = decoding_model(32, vocab_size=11, d_model=12, n_heads=3, n_layers=2, model_class=ScriptedReverser,
                          embedding_scale=0.2, push=1.2)
-    wild = random_model(33)
-    src = _sources(1, [4])[0]
+    wild = decoding_model(33)
+    src = source_batch(1, [4])[0]
     example, example_src = WorkedExampleModel(), np.array([3, 4])
     return {
         "worked": [Case("the worked example of section 9.4: WorkedExampleModel() (ids: <eos> 2, a 3, b 4), "
@@ -458,22 +440,26 @@ def beam_cases():
                    Case("the worked example with beam_width=3: a a <eos> (rank 2 < 3) finishes at step 3",
                         (example, example_src, BOS, EOS, 3, 5), hidden=True)],
         "width1": [Case("beam_width=1 (must equal greedy decoding)", (stop, src, BOS, EOS, 1, 8)),
-                   Case("beam_width=1, a random model, max_len=5", (wild, _sources(2, [3])[0], BOS, EOS, 1, 5),
+                   Case("beam_width=1, a random model, max_len=5", (wild, source_batch(2, [3])[0], BOS, EOS, 1, 5),
                         hidden=True)],
         "wide": [Case("beam_width=3, a 4-token source; hypotheses end at different steps",
-                      (slow, _sources(3, [4])[0], BOS, EOS, 3, 9)),
-                 Case("beam_width=4, alpha=0.6", (slower, _sources(3, [4])[0], BOS, EOS, 4, 9, 0.6)),
-                 Case("beam_width=2, a random model (no EOS within max_len=4)", (wild, _sources(4, [5])[0], BOS, EOS, 2, 4)),
-                 Case("beam_width=3, two layers each side, alpha=0.8", (stop2, _sources(5, [5], vocab_size=11)[0],
+                      (slow, source_batch(3, [4])[0], BOS, EOS, 3, 9)),
+                 Case("beam_width=4, alpha=0.6", (slower, source_batch(3, [4])[0], BOS, EOS, 4, 9, 0.6)),
+                 Case("beam_width=2, a random model (no EOS within max_len=4)", (wild, source_batch(4, [5])[0], BOS, EOS, 2, 4)),
+                 Case("beam_width=3, two layers each side, alpha=0.8", (stop2, source_batch(5, [5], vocab_size=11)[0],
                                                                         BOS, EOS, 3, 9, 0.8), hidden=True),
-                 Case("beam_width=3, the briefly trained reverser", (trained_reverser(), _sources(6, [4])[0], BOS, EOS, 3, 7),
+                 Case("beam_width=3, the briefly trained reverser", (trained_reverser(), source_batch(6, [4])[0], BOS, EOS, 3, 7),
                       hidden=True)],
     }
 
 
-def check_beam_search(beam_search=None, *, points=POINTS["9.3"], hidden=False):
-    """Exercise 9.3: length-normalised beam search; a list of (tokens, score), best first."""
-    c = Checker("9.3", "beam_search", points, hidden)
+BEAM_SEARCH = Exercise("9.3", "beam_search", points=3, reference=decoding.beam_search)
+
+
+@BEAM_SEARCH.checked_by
+def check_beam_search(beam_search=None, *, points=None, hidden=False):
+    """Length-normalised beam search; a list of (tokens, score), best first."""
+    c = Checker(BEAM_SEARCH, points, hidden)
     fn = c.find(beam_search, "beam_search")
     cases = beam_cases()
     catalog = CATALOG["beam_search"]
@@ -493,10 +479,10 @@ def check_beam_search(beam_search=None, *, points=POINTS["9.3"], hidden=False):
 def _steps(decode_step):
     """Feed `tokens[:, t]` one step at a time into a fresh cache; collect what the checks compare."""
     def run(seed, src_lengths, n_steps, n_layers=1, vocab_size=9, d_model=8, n_heads=2, single=False):
-        model = random_model(seed, vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers)
-        src = _sources(seed + 1, src_lengths, vocab_size=vocab_size)
+        model = decoding_model(seed, vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers)
+        src = source_batch(seed + 1, src_lengths, vocab_size=vocab_size)
         tokens = np.concatenate([np.full((len(src_lengths), 1), BOS),
-                                 _rng(seed + 2).integers(3, vocab_size, size=(len(src_lengths), n_steps - 1))], axis=1)
+                                 generator(seed + 2).integers(3, vocab_size, size=(len(src_lengths), n_steps - 1))], axis=1)
         if single:
             src, tokens = src[0], tokens[0]
         H_enc, src_mask = model.encode(src)
@@ -525,12 +511,16 @@ def decode_step_cases():
     }
 
 
-def check_decode_step(decode_step=None, *, points=POINTS["9.4"], hidden=False):
-    """Exercise 9.4: one cached decoder step; logits (..., V) for the new token, the cache one row longer."""
-    c = Checker("9.4", "decode_step", points, hidden)
+DECODE_STEP = Exercise("9.4", "decode_step", points=3, reference=decoding.decode_step)
+
+
+@DECODE_STEP.checked_by
+def check_decode_step(decode_step=None, *, points=None, hidden=False):
+    """One cached decoder step; logits (..., V) for the new token, the cache one row longer."""
+    c = Checker(DECODE_STEP, points, hidden)
     fn = c.find(decode_step, "decode_step")
     cases = decode_step_cases()
-    catalog = [dataclasses.replace(m, impl=_steps(m.impl)) for m in CATALOG["decode_step"]]
+    catalog = wrapped(CATALOG["decode_step"], _steps)
     common = dict(catalog=catalog, forbidden=[decoding.decode_step, decoding.greedy_decode],
                   names=("the logits of every step, stacked (..., steps, V)",
                          "rows in the self-attention cache after each step", "cache.length at the end"))
@@ -586,32 +576,36 @@ def _reference_cached(model, src, bos_id, eos_id, max_len):
 
 
 def cached_cases():
-    wild = random_model(55, embedding_scale=0.3, weight_scale=3.0)
-    wild2 = random_model(56, vocab_size=11, d_model=12, n_heads=3, n_layers=2, embedding_scale=0.3, weight_scale=3.0)
-    likes_specials = random_model(61, embedding_scale=0.3, weight_scale=3.0)
+    wild = wild_model(55)
+    wild2 = wild_model(56, vocab_size=11, d_model=12, n_heads=3, n_layers=2)
+    likes_specials = wild_model(61)
     likes_specials.embedding[[PAD, BOS]] *= 2.0
     return {
-        "one": [Case("one source (n=4), a random model, max_len=6", (wild, _sources(1, [4])[0], BOS, EOS, 6)),
+        "one": [Case("one source (n=4), a random model, max_len=6", (wild, source_batch(1, [4])[0], BOS, EOS, 6)),
                 Case("one source, the briefly trained reverser (it stops at EOS)",
-                     (trained_reverser(), _sources(2, [3])[0], BOS, EOS, 8)),
-                Case("one source, two layers each side, max_len=9", (wild2, _sources(3, [5], vocab_size=11)[0], BOS, EOS, 9),
+                     (trained_reverser(), source_batch(2, [3])[0], BOS, EOS, 8)),
+                Case("one source, two layers each side, max_len=9", (wild2, source_batch(3, [5], vocab_size=11)[0], BOS, EOS, 9),
                      hidden=True)],
         "batch": [Case("a batch of 3 padded sources, the briefly trained reverser",
-                       (trained_reverser(), _sources(4, [2, 5, 3]), BOS, EOS, 8)),
+                       (trained_reverser(), source_batch(4, [2, 5, 3]), BOS, EOS, 8)),
                   Case("a batch of 2 sources, a random model that favours BOS and pad (both must be banned)",
-                       (likes_specials, _sources(8, [4, 3]), BOS, EOS, 6)),
-                  Case("a batch of 4 sources, two layers each side", (wild2, _sources(6, [2, 6, 4, 1], vocab_size=11), BOS, EOS, 7),
+                       (likes_specials, source_batch(8, [4, 3]), BOS, EOS, 6)),
+                  Case("a batch of 4 sources, two layers each side", (wild2, source_batch(6, [2, 6, 4, 1], vocab_size=11), BOS, EOS, 7),
                        hidden=True)],
     }
 
 
-def check_cached_greedy_decode(cached_greedy_decode=None, *, points=POINTS["9.5"], hidden=False):
-    """Exercise 9.5: greedy decoding with a KV cache; exactly the tokens of greedy decoding.
+CACHED_GREEDY_DECODE = Exercise("9.5", "cached_greedy_decode", points=2, reference=decoding.greedy_decode)
+
+
+@CACHED_GREEDY_DECODE.checked_by
+def check_cached_greedy_decode(cached_greedy_decode=None, *, points=None, hidden=False):
+    """Greedy decoding with a KV cache; exactly the tokens of greedy decoding.
 
     Your `decode_step` and `KVCache` are replaced by the reference while this runs, so a mistake in
     Exercise 9.4 is not charged again here.
     """
-    c = Checker("9.5", "cached_greedy_decode", points, hidden)
+    c = Checker(CACHED_GREEDY_DECODE, points, hidden)
     fn = c.find(cached_greedy_decode, "cached_greedy_decode")
     fn = rebind(fn, decode_step=decoding.decode_step, KVCache=decoding.KVCache)
     cases = cached_cases()
@@ -625,28 +619,28 @@ def check_cached_greedy_decode(cached_greedy_decode=None, *, points=POINTS["9.5"
 
 def _check_cache_use(c, fn):
     """One new token per step through the decoder; a hint when cross-attention K/V are recomputed."""
-    model = _watched(random_model(53, n_layers=2))
-    src = _sources(7, [4, 2])
+    model = _watched(decoding_model(53, n_layers=2))
+    src = source_batch(7, [4, 2])
     max_len = 6
     out = run_student(fn, (model, src, BOS, EOS, max_len), {}, [decoding.greedy_decode])
     if out.error is not None:
-        return c.record("decodes with the cache: one new token per step", False,
-                        f"[a batch of 2 sources, max_len={max_len}] {c._explain_error(out)}")
+        return c.part("decodes with the cache: one new token per step", False,
+                      f"[a batch of 2 sources, max_len={max_len}] {c._explain_error(out)}")
     steps = np.shape(out.value)[-1] if np.ndim(out.value) else max_len
     B = src.shape[0]
     full = model.__dict__.get("full_passes", 0)
     self_rows = max(b.self_attn.__dict__.get("kv_rows", 0) for b in model.decoder)
     if full:
-        return c.record("decodes with the cache: one new token per step", False,
-                        f"your code runs the whole decoder over the prefix ({full} calls of model.decode or "
-                        "model(...)): that is decoding without a cache. Feed only the newest token through "
-                        "decode_step(model, tokens, cache).")
+        return c.part("decodes with the cache: one new token per step", False,
+                      f"your code runs the whole decoder over the prefix ({full} calls of model.decode or "
+                      "model(...)): that is decoding without a cache. Feed only the newest token through "
+                      "decode_step(model, tokens, cache).")
     if self_rows > B * (steps + 1):
-        return c.record("decodes with the cache: one new token per step", False,
-                        f"the self-attention keys and values were computed for {self_rows} positions per block "
-                        f"while generating {steps} tokens for {B} sequences ({B * steps} would do): each step "
-                        "must feed only the newest token; the cache keeps the rest.")
-    c.record("decodes with the cache: one new token per step", True)
+        return c.part("decodes with the cache: one new token per step", False,
+                      f"the self-attention keys and values were computed for {self_rows} positions per block "
+                      f"while generating {steps} tokens for {B} sequences ({B * steps} would do): each step "
+                      "must feed only the newest token; the cache keeps the rest.")
+    c.part("decodes with the cache: one new token per step", True)
     k_reads = max(b.cross_attn.__dict__.get("k_reads", 0) for b in model.decoder)
     if k_reads > B and k_reads >= steps:
         c.note(f"speed hint (no points lost): cross-attention's W_k was used {k_reads} times per block while "
@@ -657,7 +651,7 @@ def _check_cache_use(c, fn):
 
 # -- Exercise 9.6 ---------------------------------------------------------------------------------------
 CACHED_STEP_ORDER = Ordering(
-    "9.6", "one decoding step with a KV cache, in order", "cached_step_order",
+    "9.6", "one decoding step with a KV cache, in order", "cached_step_order", points=1,
     steps=[
         Step("embed the newest token at position t, the number of tokens already cached",
              "Every step starts from the one token just generated: nothing can be computed for it before it "
@@ -685,17 +679,12 @@ CACHED_STEP_ORDER = Ordering(
 )
 
 
-def check_cached_step_order(cached_step_order=None, *, points=POINTS["9.6"]):
-    """Exercise 9.6: all or nothing."""
+@CACHED_STEP_ORDER.checked_by
+def check_cached_step_order(cached_step_order=None, *, points=None):
+    """All or nothing."""
     return CACHED_STEP_ORDER.check(cached_step_order, points)
 
 
-EXERCISES = [
-    Exercise("9.1", "greedy_decode", check_greedy_decode, POINTS["9.1"], decoding.greedy_decode),
-    Exercise("9.2", "sample_next_token", check_sample_next_token, POINTS["9.2"], decoding.sample_next_token),
-    Exercise("9.3", "beam_search", check_beam_search, POINTS["9.3"], decoding.beam_search),
-    Exercise("9.4", "decode_step", check_decode_step, POINTS["9.4"], decoding.decode_step),
-    Exercise("9.5", "cached_greedy_decode", check_cached_greedy_decode, POINTS["9.5"], decoding.greedy_decode),
-]
+EXERCISES = [GREEDY_DECODE, SAMPLE_NEXT_TOKEN, BEAM_SEARCH, DECODE_STEP, CACHED_GREEDY_DECODE]
 ORDERINGS = [CACHED_STEP_ORDER]
 

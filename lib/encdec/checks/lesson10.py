@@ -1,8 +1,7 @@
 """Checkers for lesson 10, Capstone: training, evaluating and decoding in PyTorch.
 
-Exercise 10.1 load_numpy_parameters (2 points), 10.2 lr_at (2), 10.3 make_optimizer (2),
-10.4 torch_train_step (3), 10.5 exact_match (2), 10.6 greedy_decode_cached (4), 10.7 the steps of a
-data-parallel training step, in order (1).
+Each exercise is declared (number, title, points) right above its checker; EXERCISES and ORDERINGS,
+at the end, list them.
 
 Every torch answer is checked against the NumPy reference on the same weights: the schedule against
 `encdec.optim.warmup_cosine_schedule`; the optimizer and the training step against the NumPy model's
@@ -20,8 +19,8 @@ What cannot be seen in a return value is observed while the answer runs:
   step in self-attention, and the encoder output's B * n rows once.
 
 torch is imported on first use, not with this module: every grading kernel imports all the
-checkers at start-up (encdec.checks.guard), and only this lesson needs torch. The exercise list
-(EXERCISES), whose references are torch functions, is built on first access for that reason.
+checkers at start-up (encdec.checks.guard), and only this lesson needs torch. The exercises'
+references are torch functions, so each is made on first use (a `Later`).
 """
 
 import contextlib
@@ -38,28 +37,12 @@ from ..loss import softmax_cross_entropy
 from ..mistakes import CATALOG
 from ..mistakes import lesson10 as _register  # noqa: F401  (fills the catalog)
 from ..model import ModelConfig, Seq2Seq, shift_right
-from .core import RTOL, RTOL32, Case, Checker, Exercise, Mistake, compare, run_student
-from .lesson09 import random_model
+from .catalog import wrapped
+from .core import RTOL, RTOL32, Case, Checker, compare, run_student, with_cause
+from .exercises import Exercise, Later
+from .fixtures import BOS, EOS, PAD, generator, random_model, randomize, source_batch
 from .ordering import Ordering, Step
-
-POINTS = {"10.1": 2, "10.2": 2, "10.3": 2, "10.4": 3, "10.5": 2, "10.6": 4, "10.7": 1}
-PAD, BOS, EOS = 0, 1, 2
-
-
-def _rng(seed):
-    return np.random.default_rng(seed)
-
-
-def _randomize(params, r, scale=0.4):
-    """Every parameter random: gains near 1, biases and matrices noisy (no all-ones that hide a norm)."""
-    for name, p in params.items():
-        if "gamma" in name:
-            p[...] = r.uniform(0.5, 1.5, size=p.shape)
-        elif p.ndim == 1:
-            p[...] = r.normal(0.0, 0.3, size=p.shape)
-        else:
-            p[...] = r.normal(0.0, scale, size=p.shape)
-    return params
+from .record import collected
 
 
 class Returned(Exception):
@@ -82,7 +65,7 @@ class TorchChecker(Checker):
         if outcome.delegated:
             text = DELEGATED.get(outcome.delegated) or text.replace("Write it yourself with NumPy.",
                                                                     "Write it yourself, in PyTorch.")
-            self.stopped = text
+            self.stop(text, "delegated")
         return text
 
 
@@ -354,7 +337,7 @@ def _same(a, b):
 
 
 def _diagnose_part(observe, student_summary, catalog, *args):
-    """The diagnosis of the first mistake whose behaviour in this part equals the student's."""
+    """The first mistake whose behaviour in this part equals the student's, else None."""
     for m in catalog:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             try:
@@ -362,8 +345,8 @@ def _diagnose_part(observe, student_summary, catalog, *args):
             except Exception:
                 continue
         if _same(summary, student_summary):
-            return m.diagnosis
-    return ""
+            return m
+    return None
 
 
 def _check_parts(c, fn, parts, catalog):
@@ -380,19 +363,18 @@ def _check_parts(c, fn, parts, catalog):
                 c._absorb(outcome, label)
                 if outcome.delegated or isinstance(outcome.error, NotImplementedError):
                     c._explain_error(outcome)
-                    c.record(label, False, c.stopped)
+                    c.part(label, False, c.stopped)
                     break
             if summary[0] == "error":
-                diagnosis = c._once(_diagnose_part(observe, summary, catalog, *args))
-                message = c._explain_error(outcome) + (f"\n      Likely cause: {diagnosis}" if diagnosis else "")
-                c.record(label, False, message)
+                diagnosis = c.likely_cause(_diagnose_part(observe, summary, catalog, *args))
+                c.part(label, False, with_cause(c._explain_error(outcome), diagnosis))
                 break
             if problem:
-                diagnosis = c._once(_diagnose_part(observe, summary, catalog, *args))
-                c.record(label, False, problem + (f"\n      Likely cause: {diagnosis}" if diagnosis else ""))
+                diagnosis = c.likely_cause(_diagnose_part(observe, summary, catalog, *args))
+                c.part(label, False, with_cause(problem, diagnosis))
                 break
         else:
-            c.record(label, True)
+            c.part(label, True)
 
 
 # -- Exercise 10.1 ---------------------------------------------------------------------------------------
@@ -401,7 +383,7 @@ def _transfer_setup(seed, dtype_name, sizes=(13, 8, 2, 12, 1, 2)):
     R = references()
     V, d, h, d_ff, ne, nd = sizes
     np_model = Seq2Seq(vocab_size=V, d_model=d, n_heads=h, d_ff=d_ff, n_encoder_layers=ne, n_decoder_layers=nd, rng=seed)
-    _randomize(np_model.parameters(), _rng(1030 + seed))
+    randomize(np_model, generator(1030 + seed))
     twin = R.tm.Seq2Seq(np_model.config, seed=seed).to(getattr(R.torch, dtype_name))
     return twin, np_model
 
@@ -498,10 +480,15 @@ def _observe_refusals(fn, seed, sizes):
     return ("ok",), "", None
 
 
+LOAD_NUMPY_PARAMETERS = Exercise("10.1", "load_numpy_parameters", points=2,
+                                 reference=Later(lambda: references().tm.load_numpy_parameters))
+
+
+@LOAD_NUMPY_PARAMETERS.checked_by
 @_one_thread
-def check_load_numpy_parameters(load_numpy_parameters=None, *, points=POINTS["10.1"], hidden=False):
-    """Exercise 10.1: copy NumPy arrays into a torch model's parameters by name, in place."""
-    c = TorchChecker("10.1", "load_numpy_parameters", points, hidden)
+def check_load_numpy_parameters(load_numpy_parameters=None, *, points=None, hidden=False):
+    """Copy NumPy arrays into a torch model's parameters by name, in place."""
+    c = TorchChecker(LOAD_NUMPY_PARAMETERS, points, hidden)
     fn = c.find(load_numpy_parameters, "load_numpy_parameters")
     sizes = [(13, 8, 2, 12, 1, 2)] + ([(9, 12, 3, 20, 2, 1)] if hidden else [])
     args = [(seed, size) for seed, size in enumerate(sizes)]
@@ -534,16 +521,20 @@ def _as_float(fn):
     return run
 
 
+LR_AT = Exercise("10.2", "lr_at", points=2, reference=Later(lambda: references().lr_at))
+
+
+@LR_AT.checked_by
 @_one_thread
-def check_lr_at(lr_at=None, *, points=POINTS["10.2"], hidden=False):
-    """Exercise 10.2: linear warm-up to peak_lr over warmup_steps, then cosine decay to min_lr at
-    total_steps, min_lr after it; steps count from 1."""
-    c = TorchChecker("10.2", "lr_at", points, hidden)
+def check_lr_at(lr_at=None, *, points=None, hidden=False):
+    """Linear warm-up to peak_lr over warmup_steps, then cosine decay to min_lr at total_steps,
+    min_lr after it; steps count from 1."""
+    c = TorchChecker(LR_AT, points, hidden)
     fn = c.find(lr_at, "lr_at")
     R = references()
     forbidden = [optim.warmup_cosine_schedule, R.capstone.learning_rate, R.lr_at]
     catalog = CATALOG["lr_at"]
-    common = dict(catalog=[Mistake(m.exercise, m.key, m.diagnosis, _as_float(m.impl)) for m in catalog],
+    common = dict(catalog=wrapped(catalog, _as_float),
                   forbidden=forbidden)
     student = _as_float(fn) if fn is not None else None
     c.check_cases("the warm-up (peak_lr 1e-3, 10 warm-up steps of 100, min_lr 1e-5)", student, R.lr_at, [
@@ -559,7 +550,7 @@ def check_lr_at(lr_at=None, *, points=POINTS["10.2"], hidden=False):
     c.check_cases("after total_steps the rate stays at min_lr", student, R.lr_at, [
         Case("step 130 of 100", (130, 1e-3, 10, 100, 1e-5)),
         Case("step 250 of 100", (250, 1e-3, 10, 100, 1e-5), hidden=True)], **common)
-    curve = dict(common, catalog=[Mistake(m.exercise, m.key, m.diagnosis, _curve(m.impl)) for m in catalog])
+    curve = dict(common, catalog=wrapped(catalog, _curve))
     c.check_cases("the capstone's whole schedule", _curve(fn) if fn is not None else None, _curve(R.lr_at), [
         Case("steps 1 to 800 (index i is step i + 1): peak 2e-3, 100 warm-up steps, min_lr 4e-5",
              CAPSTONE_SCHEDULE)], **curve)
@@ -570,7 +561,7 @@ def check_lr_at(lr_at=None, *, points=POINTS["10.2"], hidden=False):
 def _np_model(seed, V=11, d=8, h=2, d_ff=12, ne=1, nd=1):
     m = Seq2Seq(vocab_size=V, d_model=d, n_heads=h, d_ff=d_ff, n_encoder_layers=ne, n_decoder_layers=nd,
                 pad_id=PAD, rng=seed)
-    _randomize(m.parameters(), _rng(1040 + seed))
+    randomize(m, generator(1040 + seed))
     return m
 
 
@@ -677,7 +668,7 @@ def _observe_decay(fn, seed, sizes, lr=0.01, weight_decay=0.1):
 
 
 def _grads(seed, params):
-    r = _rng(seed)
+    r = generator(seed)
     return {n: r.normal(size=p.shape) * 10.0 ** r.uniform(-2, 1) for n, p in params.items()}
 
 
@@ -720,10 +711,14 @@ def _observe_steps(fn, seed, sizes, lr=0.02, weight_decay=0.3, betas=(0.8, 0.95)
     return ("ok",), "", outcome
 
 
+MAKE_OPTIMIZER = Exercise("10.3", "make_optimizer", points=2, reference=Later(lambda: references().make_optimizer))
+
+
+@MAKE_OPTIMIZER.checked_by
 @_one_thread
-def check_make_optimizer(make_optimizer=None, *, points=POINTS["10.3"], hidden=False):
-    """Exercise 10.3: AdamW with two parameter groups, weight decay on the matrices only."""
-    c = TorchChecker("10.3", "make_optimizer", points, hidden)
+def check_make_optimizer(make_optimizer=None, *, points=None, hidden=False):
+    """AdamW with two parameter groups, weight decay on the matrices only."""
+    c = TorchChecker(MAKE_OPTIMIZER, points, hidden)
     fn = c.find(make_optimizer, "make_optimizer")
     sizes = [(11, 8, 2, 12, 1, 1)] + ([(13, 12, 3, 16, 2, 2)] if hidden else [])
     args = [(seed, size) for seed, size in enumerate(sizes)]
@@ -740,7 +735,7 @@ def check_make_optimizer(make_optimizer=None, *, points=POINTS["10.3"], hidden=F
 # -- Exercise 10.4 ---------------------------------------------------------------------------------------
 def _train_batches(seed, vocab_size):
     """Two batches (src (3, 5), tgt (3, 4)): targets end in EOS, then pads; sources right-padded."""
-    r = _rng(seed)
+    r = generator(seed)
     out = []
     for _ in range(2):
         src = r.integers(3, vocab_size, size=(3, 5))
@@ -861,48 +856,50 @@ def _check_runs(c, label, student, cases, catalog, forbidden, select=range(6)):
     and the diagnosis."""
     if c.stopped:
         return False
+    cases = c.to_run(cases)
     for case in cases:
-        if case.hidden and not c.hidden:
-            continue
         outcome = run_student(student, case.args, {}, forbidden)
         c._absorb(outcome, case.label)
         expected = reference_two_steps(*case.args)
         if outcome.error is not None:
             if outcome.delegated or isinstance(outcome.error, NotImplementedError):
                 c._explain_error(outcome)
-                return c.record(label, False, c.stopped)
-            diagnosis = ""
+                return c.part(label, False, c.stopped, cases=cases, failed=case)
+            found = None
             for m in catalog:
                 _, error = m.run(case.args, {})
                 if error is not None and type(error) is type(outcome.error) and str(error) == str(outcome.error):
-                    diagnosis = m.diagnosis
+                    found = m
                     break
             message = f"[{case.label}] {c._explain_error(outcome)}"
-            diagnosis = c._once(diagnosis)
-            return c.record(label, False, message + (f"\n      Likely cause: {diagnosis}" if diagnosis else ""))
+            return c.part(label, False, with_cause(message, c.likely_cause(found)), cases=cases, failed=case)
         problem = _compare_steps(outcome.value, expected, case.float32, select)
         if problem:
-            diagnosis = ""
+            found = None
             for m in catalog:
                 value, error = m.run(case.args, {})
                 if error is None and _compare_steps(outcome.value, value, case.float32, select) is None:
-                    diagnosis = m.diagnosis
+                    found = m
                     break
-            diagnosis = c._once(diagnosis)
-            return c.record(label, False, f"[{case.label}] {problem}" + (f"\n      Likely cause: {diagnosis}" if diagnosis else ""))
-    return c.record(label, True)
+            return c.part(label, False, with_cause(f"[{case.label}] {problem}", c.likely_cause(found)),
+                          cases=cases, failed=case)
+    return c.part(label, True, cases=cases)
 
 
+TORCH_TRAIN_STEP = Exercise("10.4", "torch_train_step", points=3, reference=Later(lambda: references().train_step))
+
+
+@TORCH_TRAIN_STEP.checked_by
 @_one_thread
-def check_torch_train_step(torch_train_step=None, *, points=POINTS["10.4"], hidden=False):
-    """Exercise 10.4: set the rate, teacher forcing, loss over real tokens, zero_grad, backward, clip,
-    step. Two steps on the torch twin of a NumPy model must give NumPy's losses, gradient norms (before
+def check_torch_train_step(torch_train_step=None, *, points=None, hidden=False):
+    """Set the rate, teacher forcing, loss over real tokens, zero_grad, backward, clip, step. Two
+    steps on the torch twin of a NumPy model must give NumPy's losses, gradient norms (before
     clipping) and weight changes, whose gradients come from Lesson 7's backward pass."""
-    c = TorchChecker("10.4", "torch_train_step", points, hidden)
+    c = TorchChecker(TORCH_TRAIN_STEP, points, hidden)
     fn = c.find(torch_train_step, "torch_train_step")
     R = references()
     forbidden = [R.train_step, training.train_step, R.capstone.loss_and_stats]
-    catalog = [Mistake(m.exercise, m.key, m.diagnosis, _two_steps(m.impl)) for m in CATALOG["torch_train_step"]]
+    catalog = wrapped(CATALOG["torch_train_step"], _two_steps)
     student = _two_steps(fn) if fn is not None else None
     sgd = [Case("SGD, batches of 3 (sources of 5, targets of 4, some padded); lr 0.5 then 0.3, max_norm 1 "
                 f"(the optimizer was made with lr {MADE_WITH_LR:g})", (0, "sgd")),
@@ -1054,11 +1051,15 @@ def _observe_modes(fn, hidden, what):
     return ("ok",), "", outcome
 
 
+EXACT_MATCH = Exercise("10.5", "exact_match", points=2, reference=Later(lambda: references().exact_match))
+
+
+@EXACT_MATCH.checked_by
 @_one_thread
-def check_exact_match(exact_match=None, *, points=POINTS["10.5"], hidden=False):
-    """Exercise 10.5: greedy-decode a batch (model.greedy_decode), count the rows whose every token up to
-    and including <eos> is right; model.eval() and torch.no_grad() meanwhile, the mode restored after."""
-    c = TorchChecker("10.5", "exact_match", points, hidden)
+def check_exact_match(exact_match=None, *, points=None, hidden=False):
+    """Greedy-decode a batch (model.greedy_decode), count the rows whose every token up to and
+    including <eos> is right; model.eval() and torch.no_grad() meanwhile, the mode restored after."""
+    c = TorchChecker(EXACT_MATCH, points, hidden)
     fn = c.find(exact_match, "exact_match")
     scenarios = exact_match_scenarios(hidden)
     parts = [(f"which rows count: {scenarios[0][0]}", _observe_rows, [(0, hidden)] + ([(2, hidden)] if hidden else [])),
@@ -1072,31 +1073,22 @@ def check_exact_match(exact_match=None, *, points=POINTS["10.5"], hidden=False):
 
 
 # -- Exercise 10.6 ---------------------------------------------------------------------------------------
-def _sources(seed, lengths, vocab_size):
-    """(len(lengths), max(lengths)) right-padded source ids of letters (ids >= 3)."""
-    r = _rng(seed)
-    src = np.full((len(lengths), max(lengths)), PAD, dtype=np.int64)
-    for b, n in enumerate(lengths):
-        src[b, :n] = r.integers(3, vocab_size, size=n)
-    return src
-
-
 @functools.cache
 def decode_models():
     """The NumPy models the decoding checks use (their torch twins hold the same weights). A random model
     rarely says <eos>; a larger <eos> embedding row makes these end some rows, at different steps."""
     def ending(seed, boost, **sizes):
-        model = random_model(seed, embedding_scale=0.3, weight_scale=3.0, **sizes)
+        model = random_model(seed, embedding_scale=0.3, scale=3.0, fan_in=True, **sizes)
         model.embedding[EOS] *= boost
         return model
 
-    likes_specials = random_model(61, embedding_scale=0.3, weight_scale=3.0)
+    likes_specials = random_model(61, embedding_scale=0.3, scale=3.0, fan_in=True)
     likes_specials.embedding[[PAD, BOS]] *= 2.0
     return {
         "wild": ending(236, 1.5),
         "two-blocks": ending(337, 2.0, vocab_size=11, d_model=12, n_heads=3, n_layers=2),
         "likes-specials": likes_specials,
-        "counted": random_model(53, n_layers=2),
+        "counted": random_model(53, n_layers=2, embedding_scale=0.6),
     }
 
 
@@ -1136,7 +1128,7 @@ def _decode_inputs(model_name, sources, max_len, dtype="float64"):
         return R.tm.to_numpy(twin), twin, src, max_len
     np_model = decode_models()[model_name]
     twin = R.tm.from_numpy(np_model, dtype=getattr(R.torch, dtype)).eval()
-    return np_model, twin, _sources(*sources, np_model.config.vocab_size), max_len
+    return np_model, twin, source_batch(*sources, np_model.config.vocab_size), max_len
 
 
 def _decoded(fn):
@@ -1216,16 +1208,21 @@ def _observe_cache(fn, what):
     return ("ok",), "", outcome
 
 
+GREEDY_DECODE_CACHED = Exercise("10.6", "greedy_decode_cached", points=4,
+                                reference=Later(lambda: references().greedy_decode_cached))
+
+
+@GREEDY_DECODE_CACHED.checked_by
 @_one_thread
-def check_greedy_decode_cached(greedy_decode_cached=None, *, points=POINTS["10.6"], hidden=False):
-    """Exercise 10.6: batched greedy decoding with a KV cache, in torch: exactly the tokens of greedy
-    decoding without a cache (the NumPy reference, same weights); the encoder and cross-attention's
-    keys and values computed once; one new position per step through every decoder block."""
-    c = TorchChecker("10.6", "greedy_decode_cached", points, hidden)
+def check_greedy_decode_cached(greedy_decode_cached=None, *, points=None, hidden=False):
+    """Batched greedy decoding with a KV cache, in torch: exactly the tokens of greedy decoding
+    without a cache (the NumPy reference, same weights); the encoder and cross-attention's keys and
+    values computed once; one new position per step through every decoder block."""
+    c = TorchChecker(GREEDY_DECODE_CACHED, points, hidden)
     fn = c.find(greedy_decode_cached, "greedy_decode_cached")
     mistakes = CATALOG["greedy_decode_cached"]
     cases = decode_cases()
-    common = dict(catalog=[Mistake(m.exercise, m.key, m.diagnosis, _decoded(m.impl)) for m in mistakes],
+    common = dict(catalog=wrapped(mistakes, _decoded),
                   forbidden=_decode_forbidden(), postprocess=_to_numpy)
     student = _decoded(fn) if fn is not None else None
     c.check_cases("a batch: the same tokens as greedy decoding without a cache (float64)", student,
@@ -1245,7 +1242,7 @@ def check_greedy_decode_cached(greedy_decode_cached=None, *, points=POINTS["10.6
 
 # -- Exercise 10.7 ---------------------------------------------------------------------------------------
 DDP_STEP_ORDER = Ordering(
-    "10.7", "one data-parallel training step, in order", "ddp_step_order",
+    "10.7", "one data-parallel training step, in order", "ddp_step_order", points=1,
     steps=[
         Step("every process builds the step's global batch from the step number",
              "Every process must agree on the batch before any of them can take its share, so the same "
@@ -1276,11 +1273,13 @@ DDP_STEP_ORDER = Ordering(
 )
 
 
-def check_ddp_step_order(ddp_step_order=None, *, points=POINTS["10.7"]):
-    """Exercise 10.7: all or nothing."""
+@DDP_STEP_ORDER.checked_by
+def check_ddp_step_order(ddp_step_order=None, *, points=None):
+    """All or nothing."""
     return DDP_STEP_ORDER.check(ddp_step_order, points)
 
 
+EXERCISES = [LOAD_NUMPY_PARAMETERS, LR_AT, MAKE_OPTIMIZER, TORCH_TRAIN_STEP, EXACT_MATCH, GREEDY_DECODE_CACHED]
 ORDERINGS = [DDP_STEP_ORDER]
 
 
@@ -1294,31 +1293,12 @@ def cached_logits(model, src, tgt_in):
 def yours_or_ours(number, answer):
     """The student's answer to exercise `number` when its visible test passes, else the course's
     reference (with a note), so that a demonstration runs before the exercise is done. Grades nothing."""
-    exercise = next(e for e in _exercises() if e.number == number)
+    exercise = next(e for e in EXERCISES if e.number == number)
     if answer is not None:
-        with contextlib.redirect_stdout(io.StringIO()):
-            score = exercise.checker(answer, points=exercise.points, hidden=False)
+        with contextlib.redirect_stdout(io.StringIO()), collected():  # nothing shown, nothing recorded
+            score = exercise.checker(answer, hidden=False)
         if score == exercise.points:
             print(f"(using your {exercise.name}: its test passes)")
             return answer
     print(f"(your {exercise.name} does not pass its test yet, so the course's own stands in for it here)")
     return exercise.reference
-
-
-@functools.cache
-def _exercises():
-    R = references()
-    return [
-        Exercise("10.1", "load_numpy_parameters", check_load_numpy_parameters, POINTS["10.1"], R.tm.load_numpy_parameters),
-        Exercise("10.2", "lr_at", check_lr_at, POINTS["10.2"], R.lr_at),
-        Exercise("10.3", "make_optimizer", check_make_optimizer, POINTS["10.3"], R.make_optimizer),
-        Exercise("10.4", "torch_train_step", check_torch_train_step, POINTS["10.4"], R.train_step),
-        Exercise("10.5", "exact_match", check_exact_match, POINTS["10.5"], R.exact_match),
-        Exercise("10.6", "greedy_decode_cached", check_greedy_decode_cached, POINTS["10.6"], R.greedy_decode_cached),
-    ]
-
-
-def __getattr__(name):
-    if name == "EXERCISES":  # built on first access: it holds torch functions
-        return _exercises()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

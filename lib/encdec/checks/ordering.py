@@ -1,14 +1,14 @@
 """Ordering exercises: put the steps of a mechanism in the order they happen.
 
 The graded answer is plain code, a list of the step numbers as the notebook shows them, e.g.
-`block_order = [4, 1, 3, 5, 2]`. The same feedback is offered instantly by an ipywidgets
-version (`Ordering.widget()`), which grades nothing. On a wrong answer the message names the
-first pair that is out of order and why the order is what it is.
+`block_order = [4, 1, 3, 5, 2]`, graded all or nothing. The same feedback is offered instantly by
+an ipywidgets version (`Ordering.widget()`), which grades nothing. On a wrong answer the message
+names the first pair that is out of order and why the order is what it is.
 """
 
 from dataclasses import dataclass
 
-from .core import FAIL, PASS, Checker, _caller_namespace
+from .quiz import Quiz, mark
 
 
 @dataclass(frozen=True)
@@ -17,18 +17,18 @@ class Step:
     why: str  # why this step comes where it does, in the student's words
 
 
-class Ordering:
+class Ordering(Quiz):
     """`steps` in the true order; `shown` the order the notebook lists them (a permutation of
     range(len(steps))), so the student sees them shuffled and numbered 1..N."""
 
-    def __init__(self, exercise, title, name, steps, shown):
+    def __init__(self, number, title, name, *, points, steps, shown):
+        super().__init__(number, title, name, points)
         if sorted(shown) != list(range(len(steps))):
-            raise ValueError(f"shown={shown} must be a permutation of 0..{len(steps) - 1}")
-        self.exercise, self.title, self.name = exercise, title, name
+            raise ValueError(f"Exercise {number}: shown={shown} must be a permutation of 0..{len(steps) - 1}")
         self.steps, self.shown = list(steps), list(shown)
 
     # the numbers the student sees
-    def number(self, canonical_index):
+    def number_of(self, canonical_index):
         return self.shown.index(canonical_index) + 1
 
     def text(self, number):
@@ -36,7 +36,7 @@ class Ordering:
 
     @property
     def answer(self):
-        return [self.number(i) for i in range(len(self.steps))]
+        return [self.number_of(i) for i in range(len(self.steps))]
 
     def prompt(self):
         """The numbered, shuffled list as Markdown."""
@@ -73,26 +73,18 @@ class Ordering:
             return True, "this is the order in which the steps happen."
         pos = next(i for i, r in enumerate(ranks) if r != i)
         early, due = ranks[pos], pos  # step `early` sits where step `due` belongs
-        return False, (f"step {self.number(early)} (\"{self.steps[early].text}\") comes too early: "
-                       f"you put it before step {self.number(due)} (\"{self.steps[due].text}\"), "
+        return False, (f"step {self.number_of(early)} (\"{self.steps[early].text}\") comes too early: "
+                       f"you put it before step {self.number_of(due)} (\"{self.steps[due].text}\"), "
                        f"which must come first. {self.steps[early].why}")
 
-    def check(self, answer=None, points=1):
-        """Grade the answer (found by name in the notebook when not given): all or nothing."""
-        checker = Checker(self.exercise, self.title, points)
-        if answer is None:
-            answer = _caller_namespace().get(self.name)
-        if answer is None:
-            checker.stopped = f"no answer named `{self.name}` is defined. Run the answer cell, then this test."
-            return checker.result()
+    def marks(self, answer):
+        """All or nothing: one mark for the whole order."""
         ok, message = self.feedback(answer)
-        checker.record("the order of the steps", ok, "" if ok else message)
-        return checker.result()
+        return [("the order of the steps", ok, "" if ok else message)]
 
-    def widget(self):
-        """Dropdowns, one per position, with instant feedback. Grades nothing."""
-        import ipywidgets as w
-
+    def controls(self, widgets):
+        """Dropdowns, one per position, and the feedback under them."""
+        w = widgets
         N = len(self.steps)
         options = [("(choose a step)", 0)] + [(f"{n}. {self.text(n)}", n) for n in range(1, N + 1)]
         boxes = [w.Dropdown(options=options, value=0, description=f"{pos}.",
@@ -106,15 +98,6 @@ class Ordering:
                 result.value = "<i>Choose a step for every position.</i>"
                 return
             ok, message = self.feedback(answer)
-            color = "#1a7f37" if ok else "#b3261e"
-            mark = PASS if ok else FAIL
-            result.value = f"<span class='ordering-feedback' style='color:{color}'>{mark} {_html(message)}</span>"
+            result.value = mark(ok, message, css_class="ordering-feedback")
 
-        for b in boxes:
-            b.observe(update, names="value")
-        title = w.HTML(f"<b>Exercise {self.exercise}: {self.title}</b> (practice; the graded answer is `{self.name}` below)")
-        return w.VBox([title, *boxes, result])
-
-
-def _html(text):
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return [*boxes, result], boxes, update

@@ -6,7 +6,7 @@ student's mistake; the tests prove each one is rejected with its own diagnosis; 
 tests paste them into real notebooks and grade them.
 """
 
-from ..checks.core import Catalog
+from ..checks.catalog import Catalog
 
 CATALOG = Catalog()
 mistake = CATALOG.mistake

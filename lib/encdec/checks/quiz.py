@@ -1,0 +1,64 @@
+"""Questions answered with plain data (a list, a dict) rather than code: the orderings and the tag quiz.
+
+A quiz is a graded exercise (encdec.checks.exercises) whose answer the notebook defines as a
+variable, `name`. This base finds that answer in the notebook's namespace, turns its marks into the
+check's parts (one part: all or nothing; one part per item: a share of the points each), reports
+and records the result like every checker, and builds the practice widget around the subclass's
+controls. A subclass says how an answer is marked (`marks`) and what its widget holds (`controls`).
+"""
+
+from .core import FAIL, PASS, Checker, _caller_namespace
+from .exercises import Graded
+
+RIGHT, WRONG = "#1a7f37", "#b3261e"  # the widgets' colours for a right and a wrong answer
+
+
+class Quiz(Graded):
+    has_hidden_tests = False
+
+    def marks(self, answer):
+        """[(label, ok, message)]: one mark (all or nothing) or one per item (a share each); or a
+        message when the answer cannot be read at all (the check stops there)."""
+        raise NotImplementedError
+
+    def controls(self, widgets):
+        """(children of the widget under its title, the inputs to watch, update(change) giving feedback)."""
+        raise NotImplementedError
+
+    def check(self, answer=None, points=None):
+        """Grade the answer (found by name in the notebook when not given)."""
+        checker = Checker(self, points)
+        if answer is None:
+            answer = _caller_namespace().get(self.name)
+        if answer is None:
+            checker.stop(f"no answer named `{self.name}` is defined. Run the answer cell, then this test.", "no answer")
+            return checker.result()
+        marks = self.marks(answer)
+        if isinstance(marks, str):
+            checker.stop(marks, "error")
+        else:
+            for label, ok, message in marks:
+                checker.part(label, ok, message)
+        return checker.result()
+
+    def widget(self):
+        """The quiz with instant feedback, for practice. Grades nothing."""
+        import ipywidgets as w
+
+        children, inputs, update = self.controls(w)
+        for box in inputs:
+            box.observe(update, names="value")
+        title = w.HTML(f"<b>Exercise {self.number}: {self.title}</b> "
+                       f"(practice; the graded answer is `{self.name}` below)")
+        return w.VBox([title, *children])
+
+
+def mark(ok, text="", css_class=None, tooltip=None):
+    """A ✓ or ✗ with its text, coloured, as HTML for a widget."""
+    attributes = (f" class='{css_class}'" if css_class else "") + f" style='color:{RIGHT if ok else WRONG}'" \
+        + (f" title='{html(tooltip)}'" if tooltip else "")
+    return f"<span{attributes}>{PASS if ok else FAIL}" + (f" {html(text)}" if text else "") + "</span>"
+
+
+def html(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
