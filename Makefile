@@ -60,18 +60,18 @@ notebooks: $(STAMP)
 
 # course/ is generated from solutions/ by nbgrader (generate_assignment), never edited by hand.
 release: notebooks
-	$(BIN)/python autograder/grade.py release
+	$(BIN)/python -m autograder release
 
 JOBS ?= 1
 autograde: $(STAMP)
-	$(BIN)/python autograder/grade.py autograde --jobs $(JOBS)
+	$(BIN)/python -m autograder autograde --jobs $(JOBS)
 
 LESSON ?=
 grade: $(STAMP)
-	$(BIN)/python autograder/grade.py self $(if $(LESSON),--lesson $(LESSON),)
+	$(BIN)/python -m autograder self $(if $(LESSON),--lesson $(LESSON),)
 
 validate: $(STAMP)
-	$(BIN)/python autograder/grade.py validate
+	$(BIN)/python -m autograder validate
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH)

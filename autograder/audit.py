@@ -19,6 +19,7 @@ It flags:
 
 import ast
 import re
+import threading
 
 GUARDED = {"numpy", "encdec", "builtins", "sys", "importlib", "gc", "math", "torch", "nbgrader", "IPython"}
 FORBIDDEN_CALLS = {"exec", "eval", "compile", "__import__", "setattr", "delattr"}
@@ -27,6 +28,17 @@ WRITE_CALLS = {("os", "remove"), ("os", "unlink"), ("os", "rename"), ("os", "rep
                ("subprocess", "run"), ("subprocess", "Popen"), ("subprocess", "call"),
                ("sqlite3", "connect")}
 FORBIDDEN_MODULES = {"ctypes", "shutil", "sqlite3", "subprocess", "signal"}
+
+
+# The grader audits submissions from several threads at once, and CPython 3.11 counts ast.parse's
+# recursion depth in interpreter-wide state (gh-106905): two parses that overlap can fail with
+# "SystemError: AST constructor recursion depth mismatch". One parse at a time.
+_PARSING = threading.Lock()
+
+
+def _parse(source):
+    with _PARSING:
+        return ast.parse(_strip_magics(source))
 
 
 def _strip_magics(source):
@@ -142,7 +154,7 @@ def audit_cells(cells):
     findings = []
     for label, source in cells:
         try:
-            tree = ast.parse(_strip_magics(source))
+            tree = _parse(source)
         except SyntaxError:
             continue  # it will fail when run; that costs its own points
         auditor = _Auditor(aliases)

@@ -1,5 +1,5 @@
 """nbgrader configuration for the course. nbgrader reads this file from the current folder, so
-run nbgrader's own commands from autograder/ (the Makefile and autograder/grade.py do this for you):
+run nbgrader's own commands from autograder/ (`python -m autograder`, which the Makefile runs, does this for you):
 
     cd autograder && nbgrader generate_assignment 01_attention --force
     cd autograder && nbgrader autograde 01_attention

@@ -2,7 +2,7 @@
 
 A synthetic class: every student submits every lesson, each notebook one of the solution, a
 mutant (a different catalog mistake in every exercise), a correct alternative, or the untouched
-release. It is graded with `grade.py autograde --jobs 2`; the rows give the throughput, the
+release. It is graded with `python -m autograder autograde --jobs 2`; the rows give the throughput, the
 seconds per notebook for each lesson, and whether every mutant lost its exercise's points and
 every alternative earned full marks. quick=True grades 6 students instead of 100.
 """

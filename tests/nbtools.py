@@ -111,9 +111,9 @@ def course_copy(dest):
 def autograde(submitted, out, jobs=2, extra=(), timeout=3000, root=ROOT, env=None):
     """Run the real grading driver; returns (exit code, rows as dicts keyed by (student, lesson), output)."""
     import os
-    proc = subprocess.run([sys.executable, str(Path(root) / "autograder" / "grade.py"), "autograde",
+    proc = subprocess.run([sys.executable, "-m", "autograder", "autograde",
                            "--submitted", str(submitted), "--out", str(out), "--jobs", str(jobs), *extra],
-                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+                          cwd=root, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
     rows = {}
     csv_path = Path(out) / "grades.csv"
     if csv_path.exists():

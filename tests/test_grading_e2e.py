@@ -117,8 +117,8 @@ def test_self_learner_table_names_the_misconception(tmp_path):
     (course / FIRST).mkdir(parents=True)
     nbformat.write(inject(release(FIRST), first, mistake.impl), str(course / FIRST / f"{FIRST}.ipynb"))
     root = course_copy(tmp_path / "root")
-    proc = subprocess.run([sys.executable, str(root / "autograder" / "grade.py"), "self", "--course", str(course),
-                           "--out", str(tmp_path / "self"), "--lesson", FIRST[:2]], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "self", "--course", str(course),
+                           "--out", str(tmp_path / "self"), "--lesson", FIRST[:2]], cwd=root, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert f"Lesson {FIRST}:" in proc.stdout
     assert mistake.diagnosis[:50] in proc.stdout, proc.stdout
@@ -127,12 +127,12 @@ def test_self_learner_table_names_the_misconception(tmp_path):
 
 
 def test_validate_fails_on_the_untouched_release_and_passes_on_solutions(tmp_path):
-    grade = [sys.executable, str(ROOT / "autograder" / "grade.py"), "validate"]
-    proc = subprocess.run(grade + [str(COURSE / FIRST / f"{FIRST}.ipynb")], capture_output=True, text=True)
+    grade = [sys.executable, "-m", "autograder", "validate"]
+    proc = subprocess.run(grade + [str(COURSE / FIRST / f"{FIRST}.ipynb")], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 1 and "FAIL" in proc.stdout
     sol = tmp_path / f"{FIRST}.ipynb"
     sol.write_text((ROOT / "solutions" / FIRST / f"{FIRST}.ipynb").read_text())
-    proc = subprocess.run(grade + [str(sol)], capture_output=True, text=True)
+    proc = subprocess.run(grade + [str(sol)], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
 
 

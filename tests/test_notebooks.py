@@ -31,9 +31,8 @@ def test_figures_are_drawn_by_the_plotting_module():
 
 def test_committed_course_equals_a_fresh_release(tmp_path):
     """course/ is exactly what `make release` generates from solutions/."""
-    sys.path.insert(0, str(ROOT / "autograder"))
-    import grade
-    api = grade.api_for(grade.scratch_config(tmp_path, tmp_path / "release"))
+    from autograder.nbgrader_glue import api_for, scratch_config
+    api = api_for(scratch_config(tmp_path, tmp_path / "release"))
     for lesson in LESSONS:
         result = api.generate_assignment(lesson, force=True, create=True)
         assert result["success"], result.get("error")

@@ -1,0 +1,15 @@
+"""The course's grader, on top of nbgrader: `python -m autograder <command>` from the repository root.
+
+One job per module:
+    cli.py            the command line (release, autograde, self, validate)
+    pipeline.py       typed jobs and rows; grading one job, grading them all (JOBS=N, progress bar)
+    sandbox.py        one grading task in a process of its own, with a time limit
+    integrity.py      the private snapshot of the course; restoring changed files; finding the culprit
+    nbgrader_glue.py  nbgrader's configuration, API and calls (generate_assignment, autograde, feedback)
+    audit.py          the static audit of a submission, before it runs
+    records.py        reading the checkers' structured records out of graded notebooks
+    reports.py        grades.csv, the `make grade` table, the cohort report
+    feedback.py       the records in the HTML feedback (an nbconvert preprocessor)
+    course.py         where the course lives and which lessons it has
+nbgrader_config.py is nbgrader's own configuration, read by nbgrader's commands run from autograder/.
+"""

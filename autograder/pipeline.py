@@ -1,0 +1,250 @@
+"""The grading pipeline: a job per (student, lesson) in, a row per job out.
+
+How a submission is graded. Each job is graded in a scratch course directory of its own: a copy
+of a gradebook that `generate_assignment` prepared from a private snapshot of the course, and
+the submitted notebook (after the static audit, without its demo cells). nbgrader's real
+`autograde` runs there in the sandbox with a time limit (its OverwriteCells puts back tampered
+or deleted test cells), then `generate_feedback` writes HTML without the hidden tests. The
+graded notebook and the feedback are copied out. A broken submission (not JSON, a dead kernel,
+a timeout) gets status "failed: <reason>" and a zero; the others are graded as usual, and the
+submitted files are never modified.
+"""
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import integrity, nbgrader_glue, sandbox
+from .audit import audit_notebook
+from .course import matching, source_facts
+
+DEFAULT_TIMEOUT = 600  # seconds per notebook, all cells (GRADE_TIMEOUT overrides it)
+WARM = ["nbgrader.apps", "nbgrader.api", "nbgrader.converters", "autograder.nbgrader_glue", "autograder.feedback"]
+
+
+@dataclass
+class Job:
+    """One (student, lesson) to grade."""
+
+    student: str
+    lesson: str
+    path: Path = None  # the submitted notebook; None when there is none
+    raw: bytes = None  # its bytes, read once: the pristine copy every later step uses
+    status: str = None  # why it cannot be graded, when that is known before grading
+    note: str = None  # said after "graded", e.g. that it came under another name
+    keep_demos: bool = False  # also run the cells tagged `demo` (slower; scores are the same)
+    timeout: int = None  # seconds for the whole notebook; None: GRADE_TIMEOUT, else DEFAULT_TIMEOUT
+
+
+@dataclass
+class Row:
+    """What grading made of one job: a line of grades.csv."""
+
+    assignment: str  # the lesson, NN_slug
+    student_id: str
+    status: str  # "graded", "graded (<note>)", "missing: …", "failed: …" or "tampered: …"
+    cells: dict = field(default_factory=dict)  # grade_id -> points nbgrader gave (every graded cell, once totalled)
+    score: float = 0.0  # the sum of cells; 0 unless graded
+    max_score: float = 0.0  # the lesson's points
+    seconds: float = 0.0  # wall time spent on this job
+
+    @property
+    def graded(self):
+        return self.status.startswith("graded")
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a run writes: graded notebooks, feedback, and its scratch space."""
+
+    autograded: Path
+    feedback: Path
+    work: Path
+
+    @classmethod
+    def under(cls, base):
+        base = Path(base)
+        return cls(base / "autograded", base / "feedback", base / ".work")
+
+    def graded_notebook(self, student, lesson):
+        return self.autograded / student / lesson / f"{lesson}.ipynb"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every job of a run shares."""
+
+    course: Path  # the private snapshot of lib/, solutions/ and the autograder that grading runs
+    template: Path  # the gradebook generate_assignment prepared, and its release/
+    facts: dict  # lesson -> course.SourceFacts
+    out: Outputs
+
+
+# -- jobs ---------------------------------------------------------------------------------------------
+def find_submissions(submitted, students=None, only_lessons=None):
+    """One job per (student, lesson): the notebook's bytes, or none with the reason."""
+    jobs = []
+    chosen = matching(only_lessons)
+    student_dirs = sorted(p for p in Path(submitted).iterdir() if p.is_dir()) if Path(submitted).exists() else []
+    for sdir in student_dirs:
+        if students and sdir.name not in students:
+            continue
+        for lesson in chosen:
+            job = Job(sdir.name, lesson)
+            expected = sdir / lesson / f"{lesson}.ipynb"
+            found = sorted((sdir / lesson).glob("*.ipynb")) if (sdir / lesson).is_dir() else []
+            if expected.is_file():
+                job.path = expected
+            elif len(found) == 1:  # one notebook under another name: grade it, and say so
+                job.path = found[0]
+                job.note = f"submitted as {found[0].name}, expected {lesson}.ipynb"
+            elif (sdir / lesson).is_dir():
+                job.status = (f"failed: no notebook named {lesson}.ipynb"
+                              + (f" (found {', '.join(p.name for p in found)})" if found else " (the lesson folder is empty)"))
+            if job.path is not None:
+                job.raw = job.path.read_bytes()
+            jobs.append(job)
+    return jobs
+
+
+def check_notebook_bytes(raw):
+    """None if the bytes are a readable notebook, else the reason it cannot be graded."""
+    import nbformat
+    if not raw.strip():
+        return "the notebook file is empty"
+    try:
+        nb = nbformat.reads(raw.decode("utf-8", errors="strict"), as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:
+        kind = "not valid JSON" if isinstance(exc, json.JSONDecodeError) or "JSON" in type(exc).__name__ else "not a valid notebook"
+        return f"{kind} ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+    return None
+
+
+def prepare_notebook(raw, facts, keep_demos):
+    """(notebook text to grade, audit findings) for a submission's bytes."""
+    import nbformat
+    nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
+    skip = set() if keep_demos else facts.demo
+    findings = audit_notebook(nb, skip_ids=skip, trusted_sources=facts.sources)
+    if skip:
+        nb.cells = [c for c in nb.cells if c.get("id") not in skip]
+    return nbformat.writes(nb), findings
+
+
+def _copy_out(root, job, out):
+    for scratch, dest in ((root / "autograded", out.autograded), (root / "feedback", out.feedback)):
+        src = scratch / job.student / job.lesson
+        if src.exists():
+            dst = dest / job.student / job.lesson
+            if dst.exists():
+                shutil.rmtree(dst)
+            shutil.copytree(src, dst)
+
+
+# -- grading ------------------------------------------------------------------------------------------
+def grade_job(job, setup):
+    """Grade one job: checks before it runs, then nbgrader in the sandbox; returns its Row
+    (cells holds only what nbgrader graded; grade_all adds the totals)."""
+    row = Row(job.lesson, job.student, status="")
+    if job.raw is None:
+        row.status = job.status or "missing: no submission for this lesson"
+        return row
+    reason = check_notebook_bytes(job.raw)
+    if reason:
+        row.status = f"failed: {reason}"
+        return row
+    text, findings = prepare_notebook(job.raw, setup.facts[job.lesson], job.keep_demos)
+    if findings:
+        shown = "; ".join(findings[:3]) + (f"; and {len(findings) - 3} more" if len(findings) > 3 else "")
+        row.status = f"tampered: the notebook changes what the tests rely on or writes files ({shown})"
+        return row
+    timeout = job.timeout or int(os.environ.get("GRADE_TIMEOUT", DEFAULT_TIMEOUT))
+    root = Path(tempfile.mkdtemp(prefix=f"{job.student}-{job.lesson}-", dir=setup.out.work))
+    try:
+        shutil.copyfile(setup.template / "gradebook.db", root / "gradebook.db")
+        dest = root / "submitted" / job.student / job.lesson
+        dest.mkdir(parents=True)
+        (dest / f"{job.lesson}.ipynb").write_text(text)
+        spec = {"root": str(root), "lesson": job.lesson, "student": job.student,
+                "release": str(setup.template / "release"), "course": str(setup.course)}
+        outcome = sandbox.run(nbgrader_glue.autograde_submission, spec, workdir=root,
+                              library=setup.course / "lib", timeout=timeout, warm=WARM)
+        if outcome.failure:
+            row.status = outcome.failure
+            return row
+        row.status = outcome.result["status"]
+        if row.status == "graded":
+            if job.note:
+                row.status = f"graded ({job.note})"
+            row.cells = {k: v[0] for k, v in outcome.result["cells"].items()}
+            _copy_out(root, job, setup.out)
+        return row
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _grade_safely(job, setup):
+    start = time.perf_counter()
+    try:
+        row = grade_job(job, setup)
+    except Exception as exc:  # the driver itself must finish and write every row
+        row = Row(job.lesson, job.student, status=f"failed: {type(exc).__name__}: {exc}")
+    row.seconds = round(time.perf_counter() - start, 3)
+    return row
+
+
+def _totals(row, maxima):
+    """Every graded cell of the lesson gets a score (0 unless graded), and the row its totals."""
+    cells = maxima.get(row.assignment, {})
+    got = row.cells
+    row.max_score = sum(cells.values())
+    row.score = round(sum(got.get(k, 0.0) or 0.0 for k in cells), 4) if row.graded else 0.0
+    row.cells = {k: (got.get(k, 0.0) or 0.0) if row.graded else 0.0 for k in cells}
+    return row
+
+
+def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None):
+    """Grade the jobs with up to jobs_n in parallel; returns (rows in job order, maxima), maxima
+    being {lesson: {grade_id: points}}."""
+    out.work.mkdir(parents=True, exist_ok=True)
+    nbgrader_glue.put_venv_on_path()
+    course = integrity.snapshot_course(out.work)
+    template = nbgrader_glue.prepare_template(out.work, course)
+    maxima = {lesson: nbgrader_glue.max_points(template, lesson) for lesson in matching(None)}
+    setup = Setup(course, template, {lesson: source_facts(lesson) for lesson in matching(None)}, out)
+    guard = integrity.Integrity(submitted, template, course)
+    rows = [None] * len(jobs)
+    bar = None
+    if progress and jobs:
+        from tqdm import tqdm
+        bar = tqdm(total=len(jobs), desc="grading", unit="notebook", file=sys.stderr)
+
+    suspects, running = set(), set()
+
+    def one(i):
+        running.add(i)
+        return _grade_safely(jobs[i], setup)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs_n)) as pool:
+        futures = {pool.submit(one, i): i for i in range(len(jobs))}
+        for future in as_completed(futures):
+            i = futures[future]
+            rows[i] = future.result()
+            running.discard(i)
+            if guard.check_and_restore():  # someone among the jobs in flight changed course files
+                suspects |= {i} | set(running)
+            if bar:
+                bar.update(1)
+                bar.set_postfix_str(f"{jobs[i].student}/{jobs[i].lesson}: {rows[i].status[:40]}")
+    for i, row, tampered in integrity.find_culprits(suspects, lambda k: _grade_safely(jobs[k], setup), guard):
+        rows[i] = Row(row.assignment, row.student_id, tampered, seconds=row.seconds) if tampered else row
+    if bar:
+        bar.close()
+    return [_totals(row, maxima) for row in rows], maxima
