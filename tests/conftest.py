@@ -1,3 +1,9 @@
+"""Fixtures shared by the suite, and the lesson markers: `pytest -m lesson05` runs everything about
+Lesson 5 — its library tests, its checker's proofs, its notebook and lesson-structure tests, and the
+grading tests on a class narrowed to that lesson."""
+
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -6,6 +12,55 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+ALL_LESSONS = [f"{k:02d}" for k in range(1, 11)]
+
+# Library test modules and the lessons that teach what they test.
+MODULE_LESSONS = {
+    "test_attention": ["01", "02", "03", "04"], "test_errors": ["01", "02", "03", "04", "05", "06"],
+    "test_layers": ["02", "05"], "test_model": ["03", "06"], "test_backward": ["07"], "test_toy": ["06", "08"],
+    "test_optim": ["08", "10"], "test_dropout": ["08"], "test_decoding": ["09"], "test_capstone": ["10"],
+    "test_ddp": ["10"],
+}
+# Tests about the whole course: they run for any lesson, on that lesson alone (COURSE_LESSONS below).
+WHOLE_COURSE = {"test_grading_e2e", "test_mutation", "test_adversarial", "test_grading_records", "test_notebooks",
+                "test_declarations"}
+LESSON_IN_ID = re.compile(r"(?:^|[\[\-_])(\d\d)_[a-z]|lesson(\d\d)|course_map_(\d\d)")
+
+
+def pytest_configure(config):
+    """`-m lesson05` (or `-m "lesson05 or lesson06"`) grades only those lessons in the grading tests."""
+    expression = config.option.markexpr or ""
+    chosen = re.findall(r"lesson(\d\d)", expression)
+    if chosen and "not" not in expression.split() and "COURSE_LESSONS" not in os.environ:
+        # the grading class needs two lessons, and plays its adversaries on Lesson 1: keep it alongside
+        companion = ["01"] if chosen != ["01"] else ["02"]
+        os.environ["COURSE_LESSONS"] = ",".join(sorted(set(chosen + companion)))
+
+
+def _figures_by_lesson():
+    """{figure name: lessons whose source shows it}, for the diagram tests."""
+    shown = {}
+    for source in (ROOT / "authoring").glob("[0-9][0-9]_*.py"):
+        for name in re.findall(r"\.\./figures/([\w-]+)\.svg", source.read_text()):
+            shown.setdefault(name, set()).add(source.name[:2])
+    return shown
+
+
+def pytest_collection_modifyitems(config, items):
+    figures = None
+    for item in items:
+        if any(re.fullmatch(r"lesson\d\d", m.name) for m in item.iter_markers()):
+            continue
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        found = {a or b or c for a, b, c in LESSON_IN_ID.findall(item.name)}
+        if not found and module == "test_diagrams":
+            figures = figures if figures is not None else _figures_by_lesson()
+            found = {lesson for name, lessons in figures.items() if f"[{name}]" in item.name for lesson in lessons}
+        if not found:
+            found = set(MODULE_LESSONS.get(module, ALL_LESSONS if module in WHOLE_COURSE else []))
+        for lesson in sorted(found):
+            if lesson in ALL_LESSONS:
+                item.add_marker(getattr(pytest.mark, f"lesson{lesson}"))
 
 import encdec  # noqa: E402
 # Every parameter random, no all-ones gammas or zero biases that hide mistakes: the checkers' own

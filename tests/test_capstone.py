@@ -16,7 +16,7 @@ import encdec
 from encdec import capstone, dates
 from encdec.capstone import parity
 from encdec import torch_model as tm
-from conftest import randomize
+from encdec.checks.fixtures import randomize
 
 pytestmark = pytest.mark.lesson10
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 import encdec
 from encdec import capstone, dates, dropout, softmax_cross_entropy
 from encdec import torch_model as tm
-from conftest import randomize
+from encdec.checks.fixtures import randomize
 
 pytestmark = pytest.mark.lesson08
 t = torch.from_numpy

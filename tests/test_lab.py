@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT
+from nbtools import ROOT
 
 
 def free_port():

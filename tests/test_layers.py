@@ -67,7 +67,7 @@ def test_feedforward_matches_torch(rng):
 
 
 def randomize_block(block, rng):
-    from conftest import randomize
+    from encdec.checks.fixtures import randomize
     randomize(block.parameters(), rng)
     return block
 

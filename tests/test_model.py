@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import encdec
 from encdec import torch_model as tm
-from conftest import randomize
+from encdec.checks.fixtures import randomize
 
 t = torch.from_numpy
 

@@ -3,7 +3,7 @@
 import re
 import subprocess
 
-from conftest import ROOT
+from nbtools import ROOT
 
 
 def pins_from_requirements():

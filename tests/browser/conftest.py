@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "screenshots"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-TOKEN = "course-browser-test"
+from labsession import CHROMIUM, ROOT, SHOTS, TOKEN  # noqa: E402
 
 
 def free_port():

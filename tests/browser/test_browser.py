@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import SHOTS, TOKEN
+from labsession import SHOTS, TOKEN
 
 pytestmark = pytest.mark.browser
 LESSONS = sorted(p.name for p in (SHOTS.parent / "course").iterdir() if p.is_dir() and re.match(r"\d\d_", p.name))
