@@ -115,7 +115,7 @@ def test_the_unedited_source_builds_to_the_committed_notebook(tmp_path):
 
 
 EDITS = {  # id: (text replaced in the source, its replacement, what the build error says)
-    "undeclared test": ("# %% [test] 1.3\n", "# %% [test] 1.9\n",
+    "undeclared test": ("# %% [test] 1.3\n", "# %% [test] 1.99\n",
                         "names no exercise that encdec.checks.lesson01 declares"),
     "missing test": ("# %% [test] 1.3\n", "# %%\n",
                      "declares Exercise 1.3 (sinusoidal_positions), but there is no `# %% [test] 1.3` cell"),
@@ -124,8 +124,8 @@ EDITS = {  # id: (text replaced in the source, its replacement, what the build e
     "two tests": ("# %% [test] 1.2\n", "# %% [test] 1.1\n", "Exercise 1.1 has more than one test cell"),
     "stated points": ("`softmax(x, axis=-1)`\n", "`softmax(x, axis=-1)` (3 points)\n",
                       "the heading of Exercise 1.1 states its points"),
-    "undeclared heading": ("# ### Exercise 1.3 —", "# ### Exercise 1.5 —",
-                           "a heading names Exercise 1.5, which encdec.checks.lesson01 does not declare"),
+    "undeclared heading": ("# ### Exercise 1.3 —", "# ### Exercise 1.99 —",
+                           "a heading names Exercise 1.99, which encdec.checks.lesson01 does not declare"),
     "no answer cell": ("# %% [solution] softmax\n", "# %% [solution] my_softmax\n",
                        "Exercise 1.1 (softmax) has no answer cell `# %% [solution] softmax`"),
 }
@@ -141,9 +141,10 @@ def test_a_source_that_disagrees_with_the_declarations_does_not_build(tmp_path, 
 
 def test_an_incomplete_declaration_is_a_build_error_naming_lesson_and_exercise(tmp_path, monkeypatch):
     module = checks_module("01_attention")
+    last = module.EXERCISES[-1]
     monkeypatch.setattr(module, "EXERCISES", module.EXERCISES[:-1])
     with pytest.raises(nbbuild.BuildError, match=re.escape(
-            "encdec.checks.lesson01: Exercise 1.3 (sinusoidal_positions) is declared but listed in none of")):
+            f"encdec.checks.lesson01: Exercise {last.number} ({last.title}) is declared but listed in none of")):
         build_edited(tmp_path, lambda text: text)
     monkeypatch.setattr(module, "EXERCISES", module.EXERCISES + [Exercise("2.1", "stray", 1)])
     with pytest.raises(nbbuild.BuildError, match=re.escape("lesson01: Exercise 2.1 is numbered for lesson 2")):
@@ -153,7 +154,7 @@ def test_an_incomplete_declaration_is_a_build_error_naming_lesson_and_exercise(t
 def test_the_build_command_reports_a_disagreement_and_fails(tmp_path, monkeypatch, capsys):
     authoring = tmp_path / "authoring"
     authoring.mkdir()
-    (authoring / SOURCE.name).write_text(SOURCE.read_text().replace("# %% [test] 1.3\n", "# %% [test] 1.9\n"))
+    (authoring / SOURCE.name).write_text(SOURCE.read_text().replace("# %% [test] 1.3\n", "# %% [test] 1.99\n"))
     monkeypatch.setattr(nbbuild, "ROOT", tmp_path)
     assert nbbuild.main(["--check"]) == 2
     assert "error: authoring/01_attention.py: cell" in capsys.readouterr().err
