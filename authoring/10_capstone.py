@@ -918,7 +918,7 @@ for (source, target), found in list(zip(sample, searched))[:4]:
 # ## 10.12 Parity: three implementations, one function
 #
 # The same trained weights, evaluated three ways: NumPy in float64, torch on the CPU, torch on a GPU.
-# `capstone.parity_report` computes the figures below (and `make capstone` writes them into
+# `parity.parity_report` (the module `encdec.capstone.parity`, on its own) computes the figures below (and `make capstone` writes them into
 # `runs/capstone/report.json`). Before reading them, think about what to expect.
 
 # %% [markdown]
@@ -959,7 +959,9 @@ for (source, target), found in list(zip(sample, searched))[:4]:
 #   never mixed into the figures above.
 
 # %% [demo]
-report = capstone.parity_report(model, test_set)
+from encdec.capstone import parity
+
+report = parity.parity_report(model, test_set)
 npt = report["numpy_float64_vs_torch_float64_cpu"]
 print(f"NumPy float64 vs torch float64 (CPU): max |delta logits| = {npt['max_abs_diff_logits']:.1e} "
       f"(tolerance {npt['tolerance']:.0e}) on {npt['examples']} test dates; greedy identical: {npt['greedy_identical']}")
