@@ -44,8 +44,10 @@ class Adam:
         self.t += 1
         lr = self.lr if lr is None else lr
         for k, p in self.params.items():
-            p[...], self.m[k], self.v[k] = adam_update(
-                p, grads[k], self.m[k], self.v[k], self.t, lr, *self.betas, self.eps)
+            p[...], self.m[k], self.v[k] = self._update(k, p, grads[k], lr)
+
+    def _update(self, name, param, grad, lr):
+        return adam_update(param, grad, self.m[name], self.v[name], self.t, lr, *self.betas, self.eps)
 
 
 def adamw_update(param, grad, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=1e-2):
@@ -67,29 +69,19 @@ def is_matrix(name, param):
     return np.ndim(param) >= 2
 
 
-class AdamW:
+class AdamW(Adam):
     """AdamW over a dict of parameter arrays, updated in place, equal to torch.optim.AdamW with two
     parameter groups: the arrays for which decay(name, array) is true get `weight_decay`, the
     others none. Defaults are torch's: lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, decay=is_matrix):
-        self.params = params
-        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        super().__init__(params, lr, betas, eps)
+        self.weight_decay = weight_decay
         self.decayed = {k for k, p in params.items() if decay(k, p)}
-        self.t = 0
-        self.m = {k: np.zeros_like(p) for k, p in params.items()}
-        self.v = {k: np.zeros_like(p) for k, p in params.items()}
 
-    def step(self, grads, lr=None):
-        missing = set(self.params) - set(grads)
-        if missing:
-            raise ValueError(f"no gradient for parameters {sorted(missing)}")
-        self.t += 1
-        lr = self.lr if lr is None else lr
-        for k, p in self.params.items():
-            wd = self.weight_decay if k in self.decayed else 0.0
-            p[...], self.m[k], self.v[k] = adamw_update(
-                p, grads[k], self.m[k], self.v[k], self.t, lr, *self.betas, self.eps, wd)
+    def _update(self, name, param, grad, lr):
+        wd = self.weight_decay if name in self.decayed else 0.0
+        return adamw_update(param, grad, self.m[name], self.v[name], self.t, lr, *self.betas, self.eps, wd)
 
 
 def warmup_schedule(step, d_model, warmup_steps, factor=1.0):
