@@ -5,7 +5,8 @@ with keys: group, name, value, unit, and optionally note. Ratios are measured in
 side by side. Results go to bench/results.json and a table on stdout.
 
     python bench/run.py                 # everything
-    python bench/run.py kv capstone     # only modules whose name contains one of these words
+    python bench/run.py kv capstone     # only modules whose name contains one of these words; the
+                                        # other modules' rows of the last results are kept, dated
 """
 
 import importlib.util
@@ -38,6 +39,16 @@ def machine():
     return info
 
 
+def previous_rows():
+    """The rows of the last results.json, each dated with the run that measured it."""
+    try:
+        last = json.loads((HERE / "results.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return [{"measured": last.get("date", ""), **row} for row in last.get("rows", [])
+            if isinstance(row, dict) and "module" in row]
+
+
 def main(argv):
     quick = "--quick" in argv
     words = [a for a in argv if not a.startswith("--")]
@@ -55,6 +66,9 @@ def main(argv):
             rows.append({"module": path.stem, **row})
         print(f"  {path.stem} took {time.perf_counter() - start:.1f} s", flush=True)
     info = machine()
+    if words:  # a partial run keeps the other modules' rows of the last results, each with its own date
+        ran = {path.stem for path in modules}
+        rows = [row for row in previous_rows() if row["module"] not in ran] + rows
     result = {"machine": info, "date": time.strftime("%Y-%m-%d %H:%M"), "rows": rows}
     (HERE / "results.json").write_text(json.dumps(result, indent=2))
     print()

@@ -70,3 +70,38 @@ def sinusoidal_positions(n, d):  # noqa: F811
     pe[:, 0::2] = np.sin(pos * freq)
     pe[:, 1::2] = np.cos(pos * freq[: d // 2])
     return pe
+
+
+# -- forms that the probes (encdec.checks.probes) must not mistake for slips ---------------------------------
+@alternative("softmax")
+def softmax(x, axis=-1):  # noqa: F811
+    """the axis moved to the end and back, the log-sum-exp subtracted in log space."""
+    z = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
+    z = z - z.max(axis=-1, keepdims=True)
+    out = np.exp(z - np.log(np.exp(z).sum(axis=-1, keepdims=True)))
+    return np.moveaxis(out, -1, axis)
+
+
+@alternative("scaled_dot_product_attention")
+def scaled_dot_product_attention(Q, K, V, mask=None):  # noqa: F811
+    """one query at a time, in a loop; einsum for the scores, a boolean keep-mask."""
+    m = Q.shape[-2]
+    outputs, weights = [], []
+    for i in range(m):
+        s = np.einsum("...k,...nk->...n", Q[..., i, :], K) / np.sqrt(Q.shape[-1])
+        if mask is not None:
+            row = np.broadcast_to(mask, np.broadcast_shapes(np.shape(mask), Q.shape[:-2] + (m, K.shape[-2])))[..., i, :]
+            s = np.where(np.isneginf(row), -np.inf, s)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        w = e / e.sum(axis=-1, keepdims=True)
+        weights.append(w)
+        outputs.append(np.einsum("...n,...nv->...v", w, V))
+    return np.stack(outputs, axis=-2), np.stack(weights, axis=-2)
+
+
+@alternative("sinusoidal_positions")
+def sinusoidal_positions(n, d):  # noqa: F811
+    """the frequencies as exp(-log(10000) 2i/d), sin and cos stacked pairwise then flattened."""
+    freq = np.exp(-np.log(10000.0) * np.arange(0, d, 2) / d)
+    angles = np.arange(n)[:, None] * freq[None, :]
+    return np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(n, -1)[:, :d]

@@ -135,3 +135,63 @@ def __call__(self, x, mask=None):  # noqa: F811
     h = rms_norm_(x, self.norm1_gamma)
     x = x + self.self_attn(h, h, mask)[0]
     return x + self.ffn(rms_norm_(x, self.norm2_gamma))
+
+
+# -- forms that the probes (encdec.checks.probes) must not mistake for slips ---------------------------------
+@alternative("rms_norm")
+def rms_norm(x, gamma, eps=1e-6):  # noqa: F811
+    """np.einsum for the sum of squares."""
+    ms = np.einsum("...d,...d->...", x, x)[..., None] / np.shape(x)[-1]
+    return np.einsum("...d,d->...d", x / np.sqrt(ms + eps), gamma)
+
+
+@alternative("gelu")
+def gelu(x):  # noqa: F811
+    """the tanh written with exponentials: 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u))."""
+    x = np.asarray(x, dtype=np.float64)
+    u = np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)
+    return x * 0.5 * (1.0 + np.tanh(u))
+
+
+@alternative("padding_mask")
+def padding_mask(tokens, pad_id):  # noqa: F811
+    """np.full, then the pads set by boolean indexing."""
+    tokens = np.asarray(tokens)
+    mask = np.full(tokens.shape, 0.0)
+    mask[tokens == pad_id] = -np.inf
+    return np.expand_dims(mask, (-3, -2))
+
+
+@alternative("MultiHeadAttention")
+def __call__(self, query_input, key_value_input=None, mask=None):  # noqa: F811
+    """a loop over the heads, each with its own columns of W_q, W_k, W_v and rows of W_o."""
+    kv = query_input if key_value_input is None else key_value_input
+    out, weights = 0.0, []
+    for i in range(self.n_heads):
+        cols = slice(i * self.d_k, (i + 1) * self.d_k)
+        Q, K, V = query_input @ self.W_q[:, cols], kv @ self.W_k[:, cols], kv @ self.W_v[:, cols]
+        scores = np.einsum("...mk,...nk->...mn", Q, K) / np.sqrt(self.d_k)
+        if mask is not None:  # this head's slice of the mask, broadcast to (..., h, m, n)
+            full = scores.shape[:-2] + (self.n_heads,) + scores.shape[-2:]
+            scores = scores + np.broadcast_to(mask, np.broadcast_shapes(np.shape(mask), full))[..., i, :, :]
+        w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        w = w / w.sum(axis=-1, keepdims=True)
+        weights.append(w)
+        out = out + (w @ V) @ self.W_o[cols, :]
+    return out, np.stack(weights, axis=-3)
+
+
+@alternative("FeedForward")
+def __call__(self, x):  # noqa: F811
+    """einsum for both linear maps."""
+    hidden = gelu_(np.einsum("...d,df->...f", x, self.W1) + self.b1)
+    return np.einsum("...f,fd->...d", hidden, self.W2) + self.b2
+
+
+@alternative("EncoderBlock")
+def __call__(self, x, mask=None):  # noqa: F811
+    """the two sublayers as (gain, function) pairs in a loop."""
+    sublayers = [(self.norm1_gamma, lambda h: self.self_attn(h, h, mask)[0]), (self.norm2_gamma, self.ffn)]
+    for gamma, sublayer in sublayers:
+        x = x + sublayer(rms_norm_(x, gamma))
+    return x

@@ -91,3 +91,41 @@ def output_logits(h, E):
 def output_logits(h, E):  # noqa: F811
     """np.matmul with an explicit transpose, h as given (float32 stays float32)."""
     return np.matmul(h, np.transpose(E))
+
+
+# -- forms that the probes (encdec.checks.probes) must not mistake for slips ---------------------------------
+@alternative("create_causal_mask")
+def create_causal_mask(seq_len):  # noqa: F811
+    """a loop filling each row's future with -inf."""
+    mask = np.zeros((seq_len, seq_len))
+    for i in range(seq_len):
+        mask[i, i + 1:] = -np.inf
+    return mask
+
+
+@alternative("decoder_mask")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    """one np.where over the broadcast 'future or pad key' condition."""
+    tgt_in = np.asarray(tgt_in)
+    m = tgt_in.shape[-1]
+    hidden = (np.arange(m)[None, :] > np.arange(m)[:, None]) | (tgt_in == pad_id)[..., None, :]
+    return np.where(hidden, -np.inf, 0.0)[..., None, :, :]
+
+
+@alternative("causal_self_attention")
+def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
+    """position by position: query i only ever meets keys 0..i (no mask needed)."""
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    m = x.shape[-2]
+    weights = np.zeros(x.shape[:-2] + (m, m))
+    for i in range(m):
+        s = np.einsum("...k,...jk->...j", Q[..., i, :], K[..., : i + 1, :]) / np.sqrt(W_q.shape[-1])
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        weights[..., i, : i + 1] = e / e.sum(axis=-1, keepdims=True)
+    return weights @ V, weights
+
+
+@alternative("output_logits")
+def output_logits(h, E):  # noqa: F811
+    """einsum over the model width."""
+    return np.einsum("...md,vd->...mv", h, E)

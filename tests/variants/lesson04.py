@@ -90,3 +90,42 @@ def cross_attention_step_by_step(mha, H_enc, H_dec, mask=None):  # noqa: F811
         outs.append(o[..., 0, :])
         ws.append(w[..., 0, :])
     return np.stack(outs, axis=-2), np.stack(ws, axis=-2)
+
+
+# -- forms that the probes (encdec.checks.probes) must not mistake for slips ---------------------------------
+@alternative("cross_attention")
+def cross_attention(Q, K, V, mask=None):  # noqa: F811
+    """one target position at a time."""
+    m = Q.shape[-2]
+    full = np.zeros(np.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (m, K.shape[-2]))
+    hidden = np.zeros(full.shape, dtype=bool) if mask is None else np.broadcast_to(np.isneginf(mask), full.shape)
+    for i in range(m):
+        s = Q[..., i:i + 1, :] @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+        s = np.where(hidden[..., i:i + 1, :], -np.inf, s)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        full[..., i:i + 1, :] = e / e.sum(axis=-1, keepdims=True)
+    return full @ V, full
+
+
+@alternative("CrossAttention")
+def attend(self, query_input, K, V, mask=None):  # noqa: F811
+    """a loop over the heads, each with its own columns of W_q and rows of W_o."""
+    out, weights = 0.0, []
+    for i in range(self.n_heads):
+        cols = slice(i * self.d_k, (i + 1) * self.d_k)
+        scores = (query_input @ self.W_q[:, cols]) @ np.swapaxes(K[..., i, :, :], -1, -2) / np.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores + mask[..., 0, :, :]
+        w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        w = w / w.sum(axis=-1, keepdims=True)
+        weights.append(w)
+        out = out + (w @ V[..., i, :, :]) @ self.W_o[cols, :]
+    return out, np.stack(weights, axis=-3)
+
+
+@alternative("cross_attention_step_by_step")
+def cross_attention_step_by_step(mha, H_enc, H_dec, mask=None):  # noqa: F811
+    """np.split into one-position slices, then a comprehension."""
+    K, V = mha.project_kv(H_enc)
+    steps = [mha.attend(q, K, V, mask) for q in np.split(H_dec, H_dec.shape[-2], axis=-2)]
+    return np.concatenate([o for o, _ in steps], axis=-2), np.concatenate([w for _, w in steps], axis=-2)

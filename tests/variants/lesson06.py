@@ -124,3 +124,40 @@ def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layer
     d = d_model
     return (4 * N_e + 8 * N_d) * d**2 + (N_e + N_d) * (2 * d * d_ff + d_ff) \
         + (vocab_size + 3 * N_e + 4 * N_d + 2) * d
+
+
+@alternative("embed")
+def embed(model, tokens):  # noqa: F811
+    """the position encodings written with exp and log, row by row of the table."""
+    V, d = model.embedding.shape
+    T = np.shape(tokens)[-1]
+    pos = np.arange(T)[:, None]
+    freq = np.exp(-np.log(10000.0) * np.arange(0, d, 2) / d)
+    pe = np.empty((T, d))
+    pe[:, 0::2] = np.sin(pos * freq)
+    pe[:, 1::2] = np.cos(pos * freq[: d // 2])
+    return np.sqrt(d) * model.embedding[np.asarray(tokens)] + pe
+
+
+@alternative("encode")
+def encode(model, src):  # noqa: F811
+    """a large negative number, not -inf, in the mask the blocks get (exp underflows to exactly 0)."""
+    src = np.asarray(src)
+    hidden = np.where(src == model.config.pad_id, -1e30, 0.0)[..., None, None, :]
+    x = model.embed(src)
+    for block in model.encoder:
+        x = block(x, mask=hidden)
+    return rms_norm(x, model.encoder_norm_gamma, model.config.eps), padding_mask(src, model.config.pad_id)
+
+
+@alternative("decode")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    """one combined boolean rule for the self-attention mask: key j visible iff j <= i and j is no pad."""
+    tgt_in = np.asarray(tgt_in)
+    m = tgt_in.shape[-1]
+    visible = (np.arange(m)[None, :] <= np.arange(m)[:, None]) & (tgt_in != model.config.pad_id)[..., None, None, :]
+    mask = np.where(visible, 0.0, -np.inf)
+    x = model.embed(tgt_in)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=mask, cross_attn_mask=src_mask)
+    return rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T

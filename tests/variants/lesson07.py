@@ -139,3 +139,47 @@ def rms_norm_backward(dout, x, gamma, eps=1e-6):  # noqa: F811
     dx = np.einsum("...i,...ij->...j", dout * gamma, J)
     dgamma = np.sum(dout * x / np.sqrt(ms), axis=tuple(range(x.ndim - 1)))
     return dx, dgamma
+
+
+@alternative("softmax_cross_entropy")
+def softmax_cross_entropy(logits, targets, pad_id=None):  # noqa: F811
+    """log-sum-exp with np.logaddexp.reduce; the target's logit picked with take_along_axis."""
+    logits, targets = np.asarray(logits), np.asarray(targets)
+    keep = np.ones(targets.shape, bool) if pad_id is None else targets != pad_id
+    n = int(keep.sum())
+    if n == 0:
+        return 0.0, np.zeros_like(logits)
+    lse = np.logaddexp.reduce(logits.astype(np.float64), axis=-1)
+    picked = np.take_along_axis(logits, np.where(keep, targets, 0)[..., None], axis=-1)[..., 0]
+    loss = float(np.sum((lse - picked)[keep]) / n)
+    probs = np.exp(logits - lse[..., None])
+    probs[..., :] -= np.eye(logits.shape[-1])[np.where(keep, targets, 0)]
+    return loss, (probs * keep[..., None] / n).astype(logits.dtype)
+
+
+@alternative("softmax_backward")
+def softmax_backward(dout, probs, axis=-1):  # noqa: F811
+    """the axis moved last, then an einsum for the inner product."""
+    d, p = np.moveaxis(dout, axis, -1), np.moveaxis(probs, axis, -1)
+    inner = np.einsum("...i,...i->...", d, p)[..., None]
+    return np.moveaxis(p * (d - inner), -1, axis)
+
+
+@alternative("rms_norm_backward")
+def rms_norm_backward(dout, x, gamma, eps=1e-6):  # noqa: F811
+    """through x̂ = x r: dx = r (g - x̂ mean(g x̂)) with g = dout * gamma."""
+    r = 1.0 / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
+    xhat = x * r
+    g = dout * gamma
+    dx = r * (g - xhat * np.mean(g * xhat, axis=-1, keepdims=True))
+    return dx, (dout * xhat).reshape(-1, x.shape[-1]).sum(axis=0)
+
+
+@alternative("attention_backward")
+def attention_backward(dout, Q, K, V, weights):  # noqa: F811
+    """einsum throughout; the scale folded into K and Q at the end."""
+    s = 1.0 / np.sqrt(Q.shape[-1])
+    dV = np.einsum("...mn,...md->...nd", weights, dout)
+    dW = np.einsum("...md,...nd->...mn", dout, V)
+    dS = weights * (dW - np.sum(dW * weights, axis=-1, keepdims=True))
+    return np.einsum("...mn,...nd->...md", dS, K * s), np.einsum("...mn,...md->...nd", dS, Q * s), dV

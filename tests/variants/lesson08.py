@@ -162,3 +162,21 @@ def dropout(x, rate, rng, training=True):  # noqa: F811
     for i in range(flat.size):
         flat[i] = flat[i] / (1 - rate) if rng.random() >= rate else 0.0
     return flat.reshape(np.shape(x))
+
+
+@alternative("adam_update")
+def adam_update(param, grad, m, v, t, lr, beta1=0.9, beta2=0.98, eps=1e-9):  # noqa: F811
+    """the paper's efficient form: the corrections folded into a step size and an adjusted eps."""
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * np.square(grad)
+    c2 = np.sqrt(1 - beta2**t)
+    step = lr * c2 / (1 - beta1**t)
+    return param - step * m / (np.sqrt(v) + eps * c2), m, v
+
+
+@alternative("warmup_schedule")
+def warmup_schedule(step, d_model, warmup_steps, factor=1.0):  # noqa: F811
+    """the two branches written apart, with an if."""
+    if step < warmup_steps:
+        return factor * step / (np.sqrt(d_model) * warmup_steps * np.sqrt(warmup_steps))
+    return factor / np.sqrt(d_model * step)

@@ -242,6 +242,26 @@ def decode_step(model, tokens, cache):  # noqa: F811
     return np.squeeze(rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T, axis=-2)
 
 
+@alternative("decode_step")
+def decode_step(model, tokens, cache):  # noqa: F811
+    """The cache's lists written directly (no cache.append): the first row stored, later rows concatenated
+    and stored back."""
+    x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
+    for i, block in enumerate(model.decoder):
+        normed = rms_norm(x, block.norm1_gamma)
+        k_new, v_new = block.self_attn.project_kv(normed)
+        if cache.self_k[i] is not None:
+            k_new = np.concatenate((cache.self_k[i], k_new), axis=-2)
+            v_new = np.concatenate((cache.self_v[i], v_new), axis=-2)
+        cache.self_k[i], cache.self_v[i] = k_new, v_new
+        x = x + block.self_attn.attend(normed, cache.self_k[i], cache.self_v[i])[0]
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+                                        cache.src_mask)[0]
+        x = x + block.ffn(rms_norm(x, block.norm3_gamma))
+    cache.length = cache.length + 1
+    return (rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T)[..., -1, :]
+
+
 # -- 9.5 ----------------------------------------------------------------------------------------------------
 @alternative("cached_greedy_decode")
 def cached_greedy_decode(model, src, bos_id, eos_id, max_len):
@@ -301,3 +321,29 @@ def cached_greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
         if done.all():
             break
     return out[0] if single else out
+
+
+@alternative("greedy_decode")
+def greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    """Python lists of tokens per row; the finished rows padded at the end."""
+    src = np.asarray(src)
+    rows = src[None] if src.ndim == 1 else src
+    pad = model.config.pad_id
+    H_enc, src_mask = model.encode(rows)
+    seqs = [[] for _ in rows]
+    finished = [False] * len(rows)
+    for _ in range(max_len):
+        tgt_in = np.array([[bos_id] + s + [pad] * (max(map(len, seqs)) - len(s)) for s in seqs])
+        logits = model.decode(tgt_in, H_enc, src_mask)
+        for b, s in enumerate(seqs):
+            if finished[b]:
+                continue
+            row = np.array(logits[b, len(s)], dtype=np.float64)
+            row[[pad, bos_id]] = -np.inf
+            s.append(int(np.argmax(row)))
+            finished[b] = s[-1] == eos_id
+        if all(finished):
+            break
+    width = max(map(len, seqs))
+    out = np.array([s + [pad] * (width - len(s)) for s in seqs], dtype=np.int64)
+    return out[0] if src.ndim == 1 else out

@@ -32,6 +32,23 @@ def load_numpy_parameters(module, params):
 
 @alternative("load_numpy_parameters")
 def load_numpy_parameters(module, params):  # noqa: F811
+    """Each array converted to its parameter's own dtype first (float32 for a float32 model, float64 for a
+    float64 one, never through a fixed precision), then copied under no_grad."""
+    import torch
+    own = dict(module.named_parameters())
+    if own.keys() != params.keys():
+        raise ValueError(f"the names differ: {sorted(set(own) ^ set(params))}")
+    bad = [n for n in own if tuple(own[n].shape) != tuple(params[n].shape)]
+    if bad:
+        raise ValueError(f"shapes differ for {bad}")
+    with torch.no_grad():
+        for name, p in own.items():
+            p.copy_(torch.tensor(params[name], dtype=p.dtype, device=p.device))
+    return module
+
+
+@alternative("load_numpy_parameters")
+def load_numpy_parameters(module, params):  # noqa: F811
     """load_state_dict does the copying; its errors become ValueErrors."""
     import torch
     try:
@@ -61,6 +78,17 @@ def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):  # noqa: F811
     progress = np.clip((step - warmup_steps) / (total_steps - warmup_steps), 0.0, 1.0)
     cosine = min_lr + (peak_lr - min_lr) * 0.5 * (1.0 + np.cos(np.pi * progress))
     return float(warm if step <= warmup_steps else cosine)
+
+
+@alternative("lr_at")
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):  # noqa: F811
+    """torch: the rate as a tensor expression, torch.where between the phases, returned as a float."""
+    import math
+    import torch
+    s = torch.tensor(float(step), dtype=torch.float64)
+    progress = torch.clamp((s - warmup_steps) / (total_steps - warmup_steps), 0.0, 1.0)
+    decay = min_lr + (peak_lr - min_lr) * 0.5 * (1.0 + torch.cos(math.pi * progress))
+    return float(torch.where(s <= warmup_steps, peak_lr * s / warmup_steps, decay))
 
 
 # -- 10.3 make_optimizer ---------------------------------------------------------------------------------

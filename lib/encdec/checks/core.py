@@ -5,6 +5,10 @@ inputs, and on a mismatch says *what* is wrong: it matches the student's output 
 catalog of known-wrong implementations (encdec.mistakes) and names the misconception, or
 else reports the shape mismatch or the first differing index, expected vs got.
 
+When no catalog entry matches, the exercise's probes (encdec.checks.probes) look for the *kind* of
+slip (a weight used transposed, two parameters swapped, the heads mixed up, a wrong scale, ...) and
+name it in the student's terms; a finding is recorded like a catalog misconception.
+
 It is written for nbgrader test cells:
 - the cell's last expression is the checker's return value, a float between 0 and the
   exercise's points, which nbgrader records as partial credit;
@@ -17,6 +21,7 @@ It is written for nbgrader test cells:
 """
 
 import contextlib
+import dataclasses
 import io
 import math
 import sys
@@ -27,6 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import mode
+from . import probes as _probes
+from .display import Score
 from .record import SCHEMA, publish
 
 PASS, FAIL = "✓", "✗"
@@ -226,6 +234,48 @@ class Case:
 
 
 @dataclass
+class Attempt:
+    """One case as the probes see it (encdec.checks.probes): the answer's output (`got`, after
+    `postprocess`) or the exception it raised, and the reference's output (`expected`)."""
+
+    exercise: str  # the answer's name in the notebook, as catalog mistakes name it
+    case: Case
+    got: object = None
+    expected: object = None
+    error: BaseException = None
+    student: object = None
+    forbidden: tuple = ()
+    postprocess: object = None
+    names: tuple = None
+
+    @property
+    def float32(self):
+        return self.case.float32
+
+    def args(self):
+        """A fresh copy of the case's positional arguments."""
+        return _copy(self.case.args)
+
+    def kwargs(self):
+        return _copy(self.case.kwargs)
+
+    def output(self, value):
+        return value if self.postprocess is None else _safe(self.postprocess, value)
+
+    def matches(self, value):
+        """True when the answer's output equals `value` (another computation's output on this case)."""
+        return compare(self.got, self.output(value), self.float32, self.names) is None
+
+    def is_expected(self, value):
+        """True when `value` equals the reference's output: a variant that is not a slip on this case."""
+        return compare(self.output(value), self.expected, self.float32, self.names) is None
+
+    def rerun(self, args, kwargs=None, student=None):
+        """The answer (or `student`) run again, safely, on other inputs: an Outcome."""
+        return run_student(self.student if student is None else student, args, kwargs or {}, self.forbidden)
+
+
+@dataclass
 class Part:
     """One graded part of a check: its cases' outcomes ("passed", "failed", "not run") in order."""
 
@@ -250,6 +300,7 @@ class Checker:
 
     def __init__(self, exercise, points=None, hidden=False):
         self.exercise, self.title = exercise.number, exercise.title
+        self.name = getattr(exercise, "name", exercise.title)  # what catalog mistakes and probes call it
         self.points = exercise.points if points is None else points
         self.hidden = hidden
         self.parts = []  # Part
@@ -265,8 +316,7 @@ class Checker:
         if obj is None:
             obj = _caller_namespace().get(name)
         if obj is None:
-            self.stop(f"no {kind} named `{name}` is defined. Run the cell that defines it "
-                      f"(and keep the name `{name}`), then run this test again.", "no answer")
+            self.stop(mode.not_defined(name, kind), "no answer")
             return None
         if kind == "class" and not isinstance(obj, type):
             self.stop(f"`{name}` should be a class, got {type(obj).__name__}", "error")
@@ -324,10 +374,11 @@ class Checker:
         return [case for case in cases if self.hidden or not case.hidden]
 
     def check_cases(self, label, student, reference, cases, catalog=(), forbidden=(), weight=1.0,
-                    names=None, postprocess=None):
+                    names=None, postprocess=None, probes=None):
         """One part: every case must match the reference; on the first mismatch diagnose it.
 
-        `reference(*args, **kwargs)` computes the expected value; `catalog` is a list of Mistake.
+        `reference(*args, **kwargs)` computes the expected value; `catalog` is a list of Mistake;
+        `probes` (encdec.checks.probes.Probes) look for the kind of slip when no catalog entry matches.
         `postprocess(value)` maps outputs before comparison (e.g. drop parts not being checked).
         Returns True when the part passes.
         """
@@ -341,36 +392,62 @@ class Checker:
             expected = reference(*_copy(case.args), **_copy(case.kwargs))
             if postprocess is not None:
                 expected = postprocess(expected)
+            attempt = Attempt(self.name, case, expected=expected, student=student, forbidden=tuple(forbidden),
+                              postprocess=postprocess, names=names)
             if outcome.error is not None:
                 if outcome.delegated or isinstance(outcome.error, NotImplementedError):
                     self._explain_error(outcome)
                     return self.part(label, False, self.stopped, weight, cases, case)
-                diagnosis = self.likely_cause(diagnose_error(outcome.error, catalog, case))
+                attempt.error = outcome.error
+                mistake = diagnose_error(outcome.error, catalog, case) or _probes.find_slip(probes, attempt)
                 msg = self._explain_error(outcome)
-                return self.part(label, False, _join(case, msg, diagnosis), weight, cases, case)
+                return self.part(label, False, _join(case, msg, self.likely_cause(mistake)), weight, cases, case)
             got = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
+            attempt.got = got
             problem = compare(got, expected, case.float32, names)
             if problem:
-                diagnosis = self.likely_cause(diagnose(got, catalog, case, case.float32, postprocess))
-                return self.part(label, False, _join(case, problem, diagnosis), weight, cases, case)
+                mistake = (diagnose(got, catalog, case, case.float32, postprocess)
+                           or _probes.find_slip(probes, attempt))
+                return self.part(label, False, _join(case, problem, self.likely_cause(mistake)), weight, cases, case)
             if not _inputs_untouched(args, case.args):
                 self.note("your function changed one of its input arrays in place; "
                           "callers do not expect that (use x = x - ... rather than x -= ...).")
+            self._audit(probes, attempt, reference)
         return self.part(label, True, "", weight, cases)
+
+    def _audit(self, probes, attempt, reference):
+        """Tests only (inside probes.audit()): run the probes on a passing case, on the answer's output
+        and on the reference's, and collect what they find (a correct answer must give nothing)."""
+        found = _probes.auditing()
+        if found is None:
+            return
+        of_reference = dataclasses.replace(attempt, got=attempt.expected, student=reference, forbidden=())
+        for who, a in (("answer", attempt), ("reference", of_reference)):
+            finding = _probes.find_slip(probes, a)
+            if finding is not None:
+                found.append((self.exercise, a.case.label, who, finding))
+        problem = _probes.model_problem(probes, attempt)
+        if problem is not None:
+            found.append((self.exercise, attempt.case.label, "model", problem))
 
     def likely_cause(self, mistake):
         """What to print as the likely cause of a failure: the mistake's diagnosis the first time it
-        is seen, "the same as above." after that, "" when no catalog mistake matched."""
+        is seen, "the same as above." after that, "" when neither the catalog nor a probe found one.
+        A probe's finding may add a detail about this case (where it saw the slip) before it."""
         if mistake is None:
             return ""
         self.misconception(mistake)
+        detail = getattr(mistake, "detail", "")
         if mistake.diagnosis in self.diagnoses:
-            return "the same as above."
-        self.diagnoses.append(mistake.diagnosis)
-        return mistake.diagnosis
+            text = "the same as above."
+        else:
+            self.diagnoses.append(mistake.diagnosis)
+            text = mistake.diagnosis
+        return f"{detail} {text[0].upper()}{text[1:]}" if detail else text
 
     def misconception(self, mistake):
-        """Record that the answer shows catalog mistake `mistake`; returns its diagnosis."""
+        """Record that the answer shows `mistake` (a catalog Mistake or a probe's Finding: anything with
+        exercise, key and diagnosis), once per key; returns its diagnosis."""
         if all(m.key != mistake.key or m.exercise != mistake.exercise for m in self.misconceptions):
             self.misconceptions.append(mistake)
         return mistake.diagnosis
@@ -440,7 +517,7 @@ class Checker:
         print(self.report())
         publish(self.record(), f"Exercise {self.exercise} · {_fmt_points(self.score())} / "
                                f"{_fmt_points(self.points)} points")
-        return self.score()
+        return Score(self.score(), self.points)
 
 
 def _fmt_points(x):

@@ -13,6 +13,75 @@ from .core import Case, Checker, rebind
 from .exercises import Exercise
 from .fixtures import generator
 from .ordering import Ordering, Step
+from .probes import (Axis, MaskedKeysZero, Missing, NotFinite, Probes, RowsSumToOne, Scale, Swapped,
+                     argument)
+
+
+# -- probes: the kinds of slip each exercise's answer may show (encdec.checks.probes) -------------------------
+def softmax_model(k, x, axis=-1):
+    """The softmax with knobs: axis (the axis it normalises over)."""
+    return attention.softmax(x, axis=k.get("axis", axis))
+
+
+def _all_axes(x, axis=-1):
+    return [None] + list(range(-np.ndim(x), 0))
+
+
+def _softmax_axis(x, axis=-1):
+    return axis - np.ndim(x) if axis >= 0 else axis
+
+
+SOFTMAX_PROBES = Probes(
+    softmax_model,
+    Axis("the softmax", "axis", _all_axes, right=_softmax_axis,
+         fix="Pass `axis` on to np.max and np.sum, with keepdims=True."),
+    NotFinite(),
+    RowsSumToOne(axis=_softmax_axis, what="softmax output", over="the entries along `axis`"))
+
+
+def attention_model(k, Q, K, V, mask=None):
+    """softmax(Q K^T * scale + mask) V with knobs: scale, axis (of the softmax), without={"mask"}."""
+    Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+    scores = Q @ np.swapaxes(K, -1, -2) * k.get("scale", 1.0 / np.sqrt(Q.shape[-1]))
+    if mask is not None and not k.drops("mask"):
+        scores = scores + mask
+    weights = attention.softmax(scores, axis=k.get("axis", -1))
+    return weights @ V, weights
+
+
+def score_scales(Q, K, V, mask=None):
+    """The factors a student may scale Q K^T by, the right one (1/sqrt(d_k)) with no diagnosis."""
+    d_k, m, n, d_v = np.shape(Q)[-1], np.shape(Q)[-2], np.shape(K)[-2], np.shape(V)[-1]
+    why = "Q K^T is divided by sqrt(d_k), where d_k = Q.shape[-1] is the width of a query and a key"
+    return [("1/sqrt(d_k)", 1.0 / np.sqrt(d_k), None),
+            ("1/sqrt(n)", 1.0 / np.sqrt(n), "the scores are divided by sqrt(n), the number of keys "
+             f"(K.shape[-2]), instead of sqrt(d_k). {why}."),
+            ("1/sqrt(m)", 1.0 / np.sqrt(m), "the scores are divided by sqrt(m), the number of queries "
+             f"(Q.shape[-2]), instead of sqrt(d_k). {why}."),
+            ("1/sqrt(d_v)", 1.0 / np.sqrt(d_v), "the scores are divided by sqrt(d_v), the width of a value "
+             f"(V.shape[-1]), instead of sqrt(d_k). {why}."),
+            ("1/d_k", 1.0 / d_k, f"the scores are divided by d_k instead of sqrt(d_k). {why}."),
+            ("none", 1.0, f"the scores are not scaled at all. {why}, so that they do not grow with d_k."),
+            ("sqrt(d_k)", np.sqrt(d_k), f"the scores are multiplied by sqrt(d_k) instead of divided by it. {why}.")]
+
+
+def attention_probes(mask_index=3, queries="queries", keys="keys"):
+    """The probes of an attention function (Q, K, V, mask=None) -> (output, weights)."""
+    mask = argument(mask_index, "mask")
+    return Probes(
+        attention_model,
+        Scale(score_scales),
+        Axis("the softmax", "axis", lambda Q, K, V, mask=None: [-2, None] + ([-3] if np.ndim(Q) > 2 else []),
+             labels={-1: f"the {keys} (axis=-1)", -2: f"the {queries} (axis=-2)", -3: "the batch axis (axis=-3)",
+                     None: "the whole array"},
+             fix=f"Each row (one query) needs a distribution over the {keys}: softmax along the last axis."),
+        Missing({"mask": ("the mask", "Add `mask` to the scores before the softmax, when it is given.")}),
+        Swapped(),
+        NotFinite(),
+        RowsSumToOne(weights=lambda v: v[1], what="attention weights", over=f"the {keys}"),
+        MaskedKeysZero(mask, weights=lambda v: v[1], what="weights"),
+        params={"Q": 0, "K": 1, "V": 2},
+        roles={"Q": "the queries", "K": "the keys", "V": "the values"})
 
 
 # -- Exercise 1.1 -------------------------------------------------------------------------------------
@@ -42,7 +111,7 @@ def check_softmax(softmax=None, *, points=None, hidden=False):
     c = Checker(SOFTMAX, points, hidden)
     fn = c.find(softmax, "softmax")
     cases, catalog = softmax_cases(), CATALOG["softmax"]
-    common = dict(catalog=catalog, forbidden=[attention.softmax])
+    common = dict(catalog=catalog, forbidden=[attention.softmax], probes=SOFTMAX_PROBES)
     c.check_cases("each row becomes a distribution", fn, attention.softmax, cases["rows"], **common)
     c.check_cases("large logits stay finite", fn, attention.softmax, cases["large"], **common)
     c.check_cases("the axis argument is respected", fn, attention.softmax, cases["axis"], **common)
@@ -91,7 +160,8 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention=None, *, poi
     fn = rebind(fn, softmax=attention.softmax)
     cases = attention_cases()
     common = dict(catalog=CATALOG["scaled_dot_product_attention"], names=("output", "weights"),
-                  forbidden=[attention.scaled_dot_product_attention, attention.cross_attention])
+                  forbidden=[attention.scaled_dot_product_attention, attention.cross_attention],
+                  probes=attention_probes())
     ref = attention.scaled_dot_product_attention
     c.check_cases("unbatched, rectangular (m != n)", fn, ref, cases["basic"], **common)
     c.check_cases("leading batch dimensions", fn, ref, cases["batched"], **common)

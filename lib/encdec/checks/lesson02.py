@@ -20,6 +20,8 @@ from .core import Case, Checker, rebind, run_student
 from .exercises import Exercise
 from .fixtures import generator, randomize
 from .ordering import Ordering, Step
+from .probes import (Activation, AdditiveMask, Axis, Causal, HeadsCompared, MaskedKeysZero, Missing,
+                     NotFinite, Probes, RowsSumToOne, Scale, Swapped, Transposed, Variants, argument)
 
 # Earlier exercises a student's answer may call: each runs as the reference while a later
 # exercise is checked, so a mistake is charged once, where it was made.
@@ -53,6 +55,224 @@ def build_student(c, cls, args, ref_obj, attributes, what):
     return obj
 
 
+# -- probes: the kinds of slip each exercise's answer may show (encdec.checks.probes) -------------------------
+def rms_norm_model(k, x, gamma, eps=1e-6):
+    """x / sqrt(mean(x^2) + eps) * gamma with knobs: axis (of the mean), without={"gamma", "eps"}."""
+    x = np.asarray(x, dtype=np.float64)
+    axis = k.get("axis", -1)
+    ms = np.mean(x * x, axis=axis, keepdims=axis is not None)
+    out = x / np.sqrt(ms + (0.0 if k.drops("eps") else eps))
+    return out if k.drops("gamma") else out * gamma
+
+
+RMS_NORM_PROBES = Probes(
+    rms_norm_model,
+    Axis("the mean of x^2", "axis", lambda x, gamma, eps=1e-6: [None] + list(range(-np.ndim(x), -1)),
+         labels={-1: "the features (the last axis)", None: "the whole array"},
+         fix="Each position is normalised on its own: np.mean(x**2, axis=-1, keepdims=True)."),
+    Missing({"gamma": ("the gain gamma", "Multiply the normalised x by gamma, feature by feature."),
+             "eps": ("eps", "Add eps under the square root: np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps).")}),
+    NotFinite("Look for a division by zero: eps goes under the square root, so a row of zeros stays finite."))
+
+
+GELU_PROBES = Probes(lambda k, x: k.get("activation", layers.gelu)(x),
+                     Activation("the tanh form of GELU, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),
+                     NotFinite("For large |x| the formula stays finite: look for an exp() that overflows."))
+
+
+def _pad_where(idx):
+    return (f"sentence {_at_lead(idx[:-3])}, " if len(idx) > 3 else "") + f"key {idx[-1]}"
+
+
+def _at_lead(lead):
+    return ", ".join(str(int(i)) for i in lead)
+
+
+PADDING_MASK_PROBES = Probes(None, AdditiveMask(_pad_where, what="the padding mask"))
+
+
+def _split(x, h, bare=False):
+    """(..., T, d_model) -> (..., h, T, d_k); bare: the reshape alone, without the axis swap."""
+    *lead, T, d = np.shape(x)
+    if bare:
+        return np.reshape(x, (*lead, h, T, d // h))
+    return np.swapaxes(np.reshape(x, (*lead, T, h, d // h)), -2, -3)
+
+
+def _merge(x, bare=False):
+    """(..., h, T, d_k) -> (..., T, h d_k); bare: the reshape alone, without the axis swap."""
+    *lead, h, T, d_k = np.shape(x)
+    if bare:
+        return np.reshape(x, (*lead, T, h * d_k))
+    return np.reshape(np.swapaxes(x, -2, -3), (*lead, T, h * d_k))
+
+
+def mha_model(k, query_input, key_value_input=None, mask=None, *, K=None, V=None):
+    """MultiHeadAttention.__call__ (or attend, given K and V) with knobs: split_q, split_kv, merge ("bare":
+    a reshape without the axis swap; merge "reversed": the heads merged last first), scale, axis (of the
+    softmax), without={"W_o", "mask"}, kv_swapped (keys and values exchanged), residual (the input added
+    to the output). k.obj is the layer, with the probe's parameter changes."""
+    o = k.obj
+    h = o.n_heads
+    d_k = o.d_model // h
+    q = np.asarray(query_input, dtype=np.float64)
+    Q = _split(q @ o.W_q, h, k.get("split_q") == "bare")
+    if K is None:
+        kv = q if key_value_input is None else np.asarray(key_value_input, dtype=np.float64)
+        K = _split(kv @ o.W_k, h, k.get("split_kv") == "bare")
+        V = _split(kv @ o.W_v, h, k.get("split_kv") == "bare")
+    if k.get("kv_swapped"):
+        K, V = V, K
+    scores = Q @ np.swapaxes(K, -1, -2) * k.get("scale", 1.0 / np.sqrt(d_k))
+    if mask is not None and not k.drops("mask"):
+        scores = scores + mask
+    weights = attention.softmax(scores, axis=k.get("axis", -1))
+    heads = weights @ V
+    if k.get("merge") == "reversed":
+        heads = heads[..., ::-1, :, :]
+    merged = _merge(heads, k.get("merge") == "bare")
+    out = merged if k.drops("W_o") else merged @ o.W_o
+    return (out + q if k.get("residual") else out), weights
+
+
+SPLIT_BARE = ("the heads are split with a reshape alone, (..., T, d_model) -> (..., h, T, d_k), without "
+              "the axis swap, so each \"head\" takes whole rows of several positions instead of its own d_k "
+              "columns of every position. With one head nothing shows. Reshape to (..., T, h, d_k) first, "
+              "then swap the T and h axes: np.swapaxes(x.reshape(..., T, h, d_k), -2, -3) (split_heads does).")
+MERGE_BARE = ("the heads are merged with a reshape alone, (..., h, T, d_k) -> (..., T, d_model), without "
+              "the axis swap, which mixes positions of different heads. Swap the h and T axes back first: "
+              "(..., h, T, d_k) -> (..., T, h, d_k) -> (..., T, d_model) (merge_heads does).")
+MERGE_REVERSED = ("the heads are merged in reverse order: the last head's output fills the first d_k columns. "
+                  "Head i's output belongs in columns i*d_k to (i+1)*d_k, where its part of W_q, W_k and W_v "
+                  "came from, so that W_o reads each head in its place.")
+SPLIT_AND_MERGE_BARE = (
+    "the heads are split and merged with a reshape alone, without the axis swaps, so each \"head\" works on "
+    "whole rows of several positions instead of its own d_k columns of every position. With one head nothing "
+    "shows. Split: reshape to (..., T, h, d_k), then swap the T and h axes; merge: swap them back, then reshape "
+    "(split_heads and merge_heads do both).")
+MHA_ROLES = {"W_q": "it makes the queries", "W_k": "it makes the keys", "W_v": "it makes the values",
+             "W_o": "it mixes the merged heads"}
+
+
+def mha_scales(layer):
+    def scales(*args, **kwargs):
+        d_k, d_model, h = layer.d_model // layer.n_heads, layer.d_model, layer.n_heads
+        why = "Each head's scores are divided by sqrt(d_k), d_k = d_model // n_heads, the width of one head"
+        return [("1/sqrt(d_k)", 1.0 / np.sqrt(d_k), None),
+                ("1/sqrt(d_model)", 1.0 / np.sqrt(d_model),
+                 f"the scores are divided by sqrt(d_model) instead of sqrt(d_k). {why}."),
+                ("1/d_k", 1.0 / d_k, f"the scores are divided by d_k instead of sqrt(d_k). {why}."),
+                ("1/sqrt(n_heads)", 1.0 / np.sqrt(h), f"the scores are divided by sqrt(n_heads) instead of "
+                 f"sqrt(d_k). {why}."),
+                ("none", 1.0, f"the scores are not scaled at all. {why}."),
+                ("sqrt(d_k)", np.sqrt(d_k), f"the scores are multiplied by sqrt(d_k) instead of divided by it. {why}.")]
+    return scales
+
+
+def _heads_axes(*args, **kwargs):
+    return [-2, -3, None]
+
+
+HEADS_AXES = {-1: "the keys (axis=-1)", -2: "the queries (axis=-2)", -3: "the heads (axis=-3)", None: "the whole array"}
+
+
+def mha_probes(layer, model=mha_model, attend=False):
+    """The probes of MultiHeadAttention (or, with attend=True, of attend given K and V) on `layer`."""
+    mask = argument(2, "mask")
+    heads = [("split_bare", {"split_q": "bare"} if attend else {"split_q": "bare", "split_kv": "bare"}, SPLIT_BARE),
+             ("merge_bare", {"merge": "bare"}, MERGE_BARE),
+             ("merge_reversed", {"merge": "reversed"}, MERGE_REVERSED),
+             ("split_and_merge_bare", dict({"merge": "bare", "split_q": "bare"}, **({} if attend else {"split_kv": "bare"})),
+              SPLIT_AND_MERGE_BARE)]
+    if not attend:
+        heads.insert(1, ("split_q_bare", {"split_q": "bare"}, "the queries' " + SPLIT_BARE[4:]))
+    own = ("W_q", "W_o") if attend else ("W_q", "W_k", "W_v", "W_o")
+    instead = [] if not attend else [
+        (f"{used}:W_q", {"params": {"W_q": getattr(layer, used)}},
+         f"`{used}` is used where `W_q` belongs (it makes the queries): Q = query_input @ W_q. (K and V "
+         "arrive already made with W_k and W_v.)") for used in ("W_v", "W_o")]
+    return Probes(
+        model,
+        Variants("heads", heads),
+        Transposed(own),
+        Swapped(own),
+        Variants("instead", instead),  # keys as Swapped's: probe:instead:<used>:<meant>
+        Variants("extra", [
+            ("K_V_swapped", {"kv_swapped": True},
+             "the keys and the values are exchanged: the scores must be Q K^T (queries against keys), and "
+             "the weights then average the values V." + (" Pass K and V on in that order." if attend else "")),
+            ("residual", {"residual": True},
+             "the layer's input is added to its output. The residual connection belongs to the block "
+             "around the sublayer (x + sublayer(...)), not inside the attention layer, which returns "
+             "merge_heads(heads) @ W_o alone.")]),
+        Scale(mha_scales(layer)),
+        Axis("the softmax", "axis", _heads_axes, labels=HEADS_AXES,
+             fix="Each query needs a distribution over the keys: softmax along the last axis of (..., h, m, n)."),
+        Missing({"W_o": ("the output projection W_o", "The output is merge_heads(heads) @ W_o."),
+                 "mask": ("the mask", "Pass `mask` on to the attention: it is added to every head's scores.")}),
+        NotFinite(),
+        HeadsCompared(lambda v: [v[1]], hint="Split with a reshape to (..., T, h, d_k), then swap the T and h axes."),
+        RowsSumToOne(weights=lambda v: v[1], what="attention weights"),
+        MaskedKeysZero(mask, weights=lambda v: v[1]),
+        obj=layer, params=("W_q", "W_k", "W_v", "W_o"), roles=MHA_ROLES)
+
+
+def ffn_model(k, x):
+    """gelu(x @ W1 + b1) @ W2 + b2 with knobs: activation, without={"b1", "b2"}."""
+    o = k.obj
+    hidden = np.asarray(x, dtype=np.float64) @ o.W1 + (0.0 if k.drops("b1") else o.b1)
+    return k.get("activation", layers.gelu)(hidden) @ o.W2 + (0.0 if k.drops("b2") else o.b2)
+
+
+def ffn_probes(layer):
+    return Probes(ffn_model,
+                  Activation("GELU (tanh form), through `gelu`"),
+                  Missing({"b1": ("the first bias b1", "hidden = gelu(x @ W1 + b1)."),
+                           "b2": ("the second bias b2", "The output is hidden @ W2 + b2.")}),
+                  Transposed(), Swapped(),
+                  NotFinite(), obj=layer, params=("W1", "b1", "W2", "b2"),
+                  roles={"W1": "d_model -> d_ff", "W2": "d_ff -> d_model"})
+
+
+def encoder_block_model(k, x, mask=None):
+    """The pre-norm EncoderBlock with knobs: without={"norm1", "norm2", "residual_attn", "residual_ffn",
+    "mask"}. k.obj is the block (norm gains changed by the probe)."""
+    b = k.obj
+    x = np.asarray(x, dtype=np.float64)
+
+    def norm(v, which):
+        return v if k.drops(which) else layers.rms_norm(v, getattr(b, which + "_gamma"), b.eps)
+
+    out, _ = b.self_attn(norm(x, "norm1"), mask=None if k.drops("mask") else mask)
+    x = out if k.drops("residual_attn") else x + out
+    out = b.ffn(norm(x, "norm2"))
+    return out if k.drops("residual_ffn") else x + out
+
+
+BLOCK_PARTS = {
+    "norm1": ("the first norm (norm1_gamma, before self-attention)", "Self-attention reads rms_norm(x, norm1_gamma)."),
+    "norm2": ("the second norm (norm2_gamma, before the feed-forward network)",
+              "The feed-forward network reads rms_norm(x, norm2_gamma)."),
+    "residual_attn": ("the residual around self-attention", "x = x + self_attn(rms_norm(x, norm1_gamma), mask=mask)[0]."),
+    "residual_ffn": ("the residual around the feed-forward network", "Return x + ffn(rms_norm(x, norm2_gamma))."),
+    "mask": ("the padding mask", "Pass mask=mask to self_attn."),
+}
+
+
+def _last_key_visible(x, mask=None):
+    return mask is None or not np.any(np.isneginf(np.asarray(mask)[..., -1]))
+
+
+def encoder_block_probes(block):
+    return Probes(encoder_block_model,
+                  Swapped(("norm1_gamma", "norm2_gamma")),
+                  Missing(BLOCK_PARTS),
+                  Causal(edit=(0,), expect=False, what="x", when=_last_key_visible),
+                  NotFinite(), obj=block, params=("norm1_gamma", "norm2_gamma"),
+                  roles={"norm1_gamma": "the gain of the norm before self-attention",
+                         "norm2_gamma": "the gain of the norm before the feed-forward network"})
+
+
 # -- Exercise 2.1 -------------------------------------------------------------------------------------
 def rms_norm_cases():
     r = generator(21)
@@ -84,7 +304,7 @@ def check_rms_norm(rms_norm=None, *, points=None, hidden=False):
     c = Checker(RMS_NORM, points, hidden)
     fn = c.find(rms_norm, "rms_norm")
     cases = rms_norm_cases()
-    common = dict(catalog=CATALOG["rms_norm"], forbidden=[layers.rms_norm])
+    common = dict(catalog=CATALOG["rms_norm"], forbidden=[layers.rms_norm], probes=RMS_NORM_PROBES)
     c.check_cases("each row divided by its RMS, times gamma", fn, layers.rms_norm, cases["rows"], **common)
     c.check_cases("batched and float32 inputs", fn, layers.rms_norm, cases["batched"], **common)
     c.check_cases("large and near-zero inputs, the eps argument", fn, layers.rms_norm, cases["scale"], **common)
@@ -115,7 +335,7 @@ def check_gelu(gelu=None, *, points=None, hidden=False):
     c = Checker(GELU, points, hidden)
     fn = c.find(gelu, "gelu")
     cases = gelu_cases()
-    common = dict(catalog=CATALOG["gelu"], forbidden=[layers.gelu])
+    common = dict(catalog=CATALOG["gelu"], forbidden=[layers.gelu], probes=GELU_PROBES)
     c.check_cases("the tanh formula, elementwise", fn, layers.gelu, cases["values"], **common)
     c.check_cases("any shape, float32", fn, layers.gelu, cases["shapes"], **common)
     c.check_cases("large and near-zero inputs", fn, layers.gelu, cases["extremes"], **common)
@@ -144,7 +364,7 @@ def check_padding_mask(padding_mask=None, *, points=None, hidden=False):
     c = Checker(PADDING_MASK, points, hidden)
     fn = c.find(padding_mask, "padding_mask")
     cases = padding_mask_cases()
-    common = dict(catalog=CATALOG["padding_mask"], forbidden=[attention.padding_mask])
+    common = dict(catalog=CATALOG["padding_mask"], forbidden=[attention.padding_mask], probes=PADDING_MASK_PROBES)
     ref = attention.padding_mask
     c.check_cases("one sentence: -inf at the pads, shape (1, 1, n)", fn, ref, cases["one"], **common)
     c.check_cases("a batch: shape (B, 1, 1, n)", fn, ref, cases["batch"], **common)
@@ -214,7 +434,7 @@ def check_multi_head_attention(MultiHeadAttention=None, *, points=None, hidden=F
         if student is None:
             continue
         c.check_cases(label, student, ref, cases, catalog=bind_catalog(CATALOG["MultiHeadAttention"], ref),
-                      forbidden=forbidden, names=("output", "weights"))
+                      forbidden=forbidden, names=("output", "weights"), probes=mha_probes(ref))
     return c.result()
 
 
@@ -255,7 +475,7 @@ def check_feed_forward(FeedForward=None, *, points=None, hidden=False):
         if student is None:
             continue
         c.check_cases(label, student, ref, cases, catalog=bind_catalog(CATALOG["FeedForward"], ref),
-                      forbidden=[layers.FeedForward.__call__])
+                      forbidden=[layers.FeedForward.__call__], probes=ffn_probes(ref))
     return c.result()
 
 
@@ -305,7 +525,7 @@ def check_encoder_block(EncoderBlock=None, *, points=None, hidden=False):
         if student is None:
             continue
         c.check_cases(label, student, ref, cases, catalog=bind_catalog(CATALOG["EncoderBlock"], ref),
-                      forbidden=[layers.EncoderBlock.__call__])
+                      forbidden=[layers.EncoderBlock.__call__], probes=encoder_block_probes(ref))
     return c.result()
 
 

@@ -15,7 +15,10 @@ from ..mistakes import lesson03 as _register  # noqa: F401  (fills the catalog)
 from .core import Case, Checker, rebind
 from .exercises import Exercise
 from .fixtures import generator
+from .lesson01 import attention_model, score_scales
 from .ordering import Ordering, Step
+from .probes import (AdditiveMask, Axis, Causal, MaskedKeysZero, Missing, NotFinite, Probes, RowsSumToOne, Scale,
+                     Swapped, Transposed)
 from .quiz import Quiz, html, mark
 
 # Earlier exercises a student's answer may call: each runs as the reference while a later
@@ -46,6 +49,61 @@ def output_logits(h, E):
 REF_DECODER_MASK, REF_CAUSAL_SELF_ATTENTION, REF_OUTPUT_LOGITS = decoder_mask, causal_self_attention, output_logits
 
 
+# -- probes: the kinds of slip each exercise's answer may show (encdec.checks.probes) -------------------------
+def _causal_where(idx):
+    return f"query {idx[-2]}, key {idx[-1]}"
+
+
+def _decoder_where(idx):
+    lead = ", ".join(str(int(i)) for i in idx[:-3])
+    return (f"sequence {lead}, " if lead else "") + f"query {idx[-2]}, key {idx[-1]}"
+
+
+CAUSAL_MASK_PROBES = Probes(None, AdditiveMask(_causal_where, what="the causal mask"))
+DECODER_MASK_PROBES = Probes(None, AdditiveMask(_decoder_where, what="the decoder mask"))
+
+
+def causal_attention_model(k, x, W_q, W_k, W_v):
+    """causal_self_attention with the attention's knobs (scale, axis, without={"mask"})."""
+    x = np.asarray(x, dtype=np.float64)
+    return attention_model(k, x @ W_q, x @ W_k, x @ W_v, attention.create_causal_mask(np.shape(x)[-2]))
+
+
+def _projected_scales(x, W_q, W_k, W_v):
+    return score_scales(x @ W_q, x @ W_k, x @ W_v)
+
+
+CAUSAL_ATTENTION_PROBES = Probes(
+    causal_attention_model,
+    Transposed(), Swapped(),
+    Scale(_projected_scales),
+    Axis("the softmax", "axis", lambda x, *W: [-2, None],
+         labels={-1: "the keys (axis=-1)", -2: "the queries (axis=-2)", None: "the whole array"},
+         fix="Each query needs a distribution over the keys it may see: softmax along the last axis."),
+    Missing({"mask": ("the causal mask", "Add create_causal_mask(m) to the scores before the softmax.")}),
+    NotFinite(),
+    Causal(edit=(0,), what="x"),
+    RowsSumToOne(weights=lambda v: v[1], what="attention weights", over="the keys"),
+    MaskedKeysZero(lambda x, *W: attention.create_causal_mask(np.shape(x)[-2]), weights=lambda v: v[1]),
+    params={"W_q": 1, "W_k": 2, "W_v": 3},
+    roles={"W_q": "it makes the queries", "W_k": "it makes the keys", "W_v": "it makes the values"})
+
+
+def _logit_scales(h, E):
+    d_model = np.shape(E)[-1]
+    return [("1", 1.0, None),
+            ("1/sqrt(d_model)", 1.0 / np.sqrt(d_model), "the logits are divided by sqrt(d_model). The output head "
+             "is the plain product h @ E.T, with no scaling."),
+            ("sqrt(d_model)", np.sqrt(d_model), "the logits are multiplied by sqrt(d_model). The output head is "
+             "the plain product h @ E.T, with no scaling."),
+            ("1/d_model", 1.0 / d_model, "the logits are divided by d_model. The output head is the plain "
+             "product h @ E.T, with no scaling.")]
+
+
+OUTPUT_LOGITS_PROBES = Probes(lambda k, h, E: output_logits(h, E) * k.get("scale", 1.0),
+                              Scale(_logit_scales, what="the logits"), NotFinite())
+
+
 # -- Exercise 3.1 -------------------------------------------------------------------------------------
 CREATE_CAUSAL_MASK = Exercise("3.1", "create_causal_mask", points=2, reference=attention.create_causal_mask)
 
@@ -55,7 +113,8 @@ def check_create_causal_mask(create_causal_mask=None, *, points=None, hidden=Fal
     """(seq_len, seq_len), 0.0 on and below the diagonal, -inf above."""
     c = Checker(CREATE_CAUSAL_MASK, points, hidden)
     fn = c.find(create_causal_mask, "create_causal_mask")
-    common = dict(catalog=CATALOG["create_causal_mask"], forbidden=[attention.create_causal_mask])
+    common = dict(catalog=CATALOG["create_causal_mask"], forbidden=[attention.create_causal_mask],
+                  probes=CAUSAL_MASK_PROBES)
     ref = attention.create_causal_mask
     c.check_cases("0 on and below the diagonal, -inf above", fn, ref,
                   [Case("seq_len=4", (4,)), Case("seq_len=7", (7,)), Case("seq_len=12", (12,), hidden=True)],
@@ -79,7 +138,8 @@ def check_decoder_mask(decoder_mask=None, *, points=None, hidden=False):
     c = Checker(DECODER_MASK, points, hidden)
     fn = c.find(decoder_mask, "decoder_mask")
     fn = rebind(fn, **EARLIER)
-    common = dict(catalog=CATALOG["decoder_mask"], forbidden=[REF_DECODER_MASK, model.Seq2Seq.decoder_mask])
+    common = dict(catalog=CATALOG["decoder_mask"], forbidden=[REF_DECODER_MASK, model.Seq2Seq.decoder_mask],
+                  probes=DECODER_MASK_PROBES)
     ref = REF_DECODER_MASK
     c.check_cases("one target sequence", fn, ref,
                   [Case("[1, 5, 6, 2, 0, 0] with pad_id=0", (np.array([1, 5, 6, 2, 0, 0]), 0)),
@@ -131,7 +191,8 @@ def check_causal_self_attention(causal_self_attention=None, *, points=None, hidd
     ref = REF_CAUSAL_SELF_ATTENTION
     common = dict(catalog=CATALOG["causal_self_attention"], names=("output", "weights"),
                   forbidden=[ref, attention.scaled_dot_product_attention, attention.cross_attention,
-                             attention.MultiHeadAttention.__call__, attention.MultiHeadAttention.attend])
+                             attention.MultiHeadAttention.__call__, attention.MultiHeadAttention.attend],
+                  probes=CAUSAL_ATTENTION_PROBES)
     c.check_cases("one sequence (m=5, d_model=8, d_k=4, d_v=3)", fn, ref, cases["one"], **common)
     c.check_cases("leading batch dimensions", fn, ref, cases["batched"], **common)
     c.check_cases("float32 and large scores", fn, ref, cases["robust"], **common)
@@ -150,7 +211,7 @@ def check_output_logits(output_logits=None, *, points=None, hidden=False):
     fn = rebind(fn, **EARLIER)
     r = generator(34)
     ref = REF_OUTPUT_LOGITS
-    common = dict(catalog=CATALOG["output_logits"], forbidden=[ref])
+    common = dict(catalog=CATALOG["output_logits"], forbidden=[ref], probes=OUTPUT_LOGITS_PROBES)
     c.check_cases("one sequence: (m, d_model) -> (m, V)", fn, ref,
                   [Case("h (4, 8), E (11, 8): m=4, d_model=8, V=11", (r.normal(size=(4, 8)), r.normal(size=(11, 8)))),
                    Case("one position, h (1, 6), E (9, 6)", (r.normal(size=(1, 6)), r.normal(size=(9, 6))), hidden=True)],

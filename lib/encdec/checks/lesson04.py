@@ -16,7 +16,10 @@ from .catalog import bind_catalog, wrapped
 from .core import Case, Checker, rebind, run_student
 from .exercises import Exercise
 from .fixtures import generator, length_mask
+from .lesson01 import attention_probes
+from .lesson02 import mha_model, mha_probes
 from .ordering import Ordering, Step
+from .probes import HeadsCompared, MaskedKeysZero, NotFinite, Probes, RowsSumToOne, argument
 
 
 def _pad_mask(lengths, n, heads_axis=False):
@@ -72,7 +75,8 @@ def check_cross_attention(cross_attention=None, *, points=None, hidden=False):
     fn = rebind(fn, softmax=attention.softmax)
     cases = cross_attention_cases()
     common = dict(catalog=CATALOG["cross_attention"], names=("output", "weights"),
-                  forbidden=[attention.cross_attention, attention.scaled_dot_product_attention])
+                  forbidden=[attention.cross_attention, attention.scaled_dot_product_attention],
+                  probes=attention_probes(queries="target positions", keys="source positions"))
     ref = attention.cross_attention
     c.check_cases("rectangular weights (m != n), rows summing to 1", fn, ref, cases["rect"], **common)
     c.check_cases("the encoder padding mask", fn, ref, cases["mask"], **common)
@@ -118,6 +122,15 @@ def attend_configs():
     ]
 
 
+def attend_model(source):
+    """The probes' model of attend on the case args (query_input, H_enc, mask): K and V made by the
+    reference project_kv, as the check makes them."""
+    def model(k, query_input, H_enc, mask=None):
+        K, V = MultiHeadAttention.project_kv(source, H_enc)
+        return mha_model(k, query_input, None, mask, K=K, V=V)
+    return model
+
+
 def _kv_first(method, source):
     """A method (self, query_input, K, V, mask) as a function of the case args: K, V = project_kv(H_enc)."""
     def run(query_input, H_enc, mask):
@@ -153,7 +166,8 @@ def check_attend(CrossAttention=None, *, points=None, hidden=False):
         catalog = wrapped(bind_catalog(CATALOG["CrossAttention"], source), lambda impl: _kv_first(impl, source))
         c.check_cases(label, _kv_first(built.value.attend, source),
                       _kv_first(lambda *a: MultiHeadAttention.attend(source, *a), source), cases,
-                      catalog=catalog, forbidden=[MultiHeadAttention.attend], names=("output", "weights"))
+                      catalog=catalog, forbidden=[MultiHeadAttention.attend], names=("output", "weights"),
+                      probes=mha_probes(source, attend_model(source), attend=True))
     return c.result()
 
 
@@ -203,6 +217,13 @@ def _full_reference(mha, H_enc, H_dec, mask=None):
     return MultiHeadAttention.__call__(mha, H_dec, H_enc, mask)
 
 
+STEP_PROBES = Probes(
+    None,
+    NotFinite(),
+    HeadsCompared(lambda v: [v[1]]),
+    RowsSumToOne(weights=lambda v: v[1], what="attention weights", over="the source positions"),
+    MaskedKeysZero(argument(3, "mask"), weights=lambda v: v[1]))
+
 CROSS_ATTENTION_STEP_BY_STEP = Exercise("4.3", "cross_attention_step_by_step", points=2,
                                         reference=reference_cross_attention_step_by_step)
 
@@ -214,7 +235,7 @@ def check_cross_attention_step_by_step(cross_attention_step_by_step=None, *, poi
     fn = c.find(cross_attention_step_by_step, "cross_attention_step_by_step")
     cases = step_cases()
     common = dict(catalog=CATALOG["cross_attention_step_by_step"], names=("output", "weights"),
-                  forbidden=[reference_cross_attention_step_by_step])
+                  forbidden=[reference_cross_attention_step_by_step], probes=STEP_PROBES)
     c.check_cases("the same result as attending all positions at once", fn, _full_reference, cases["plain"], **common)
     c.check_cases("the source padding mask at every step", fn, _full_reference, cases["mask"], **common)
     label = "K and V projected once; one attend per decoder position"

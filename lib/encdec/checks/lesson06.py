@@ -13,13 +13,14 @@ import numpy as np
 
 from .. import model as model_mod
 from .. import training
-from ..attention import MultiHeadAttention
-from ..layers import DecoderBlock, EncoderBlock, FeedForward
+from ..attention import MultiHeadAttention, create_causal_mask, padding_mask
+from ..layers import DecoderBlock, EncoderBlock, FeedForward, rms_norm, sinusoidal_positions
 from ..mistakes import CATALOG
 from ..mistakes import lesson06 as _register  # noqa: F401  (fills the catalog)
 from ..model import Seq2Seq
 from .core import Case, Checker, rebind
 from .exercises import Exercise
+from .probes import Combos, Invariant, Probes, Proportional, Scale
 from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model
 from .ordering import Ordering, Step
 
@@ -44,6 +45,36 @@ def _is_integer(value):
     return np.asarray(value).dtype.kind in "iu"
 
 
+def _shift_model(k, targets, bos_id):
+    """shift_right with knobs: axis (the axis shifted), by (positions shifted, -1 to the left), fill
+    (what goes in the freed places: "bos", "pad" (0), "eos", "copy" (the first target kept))."""
+    targets = np.asarray(targets)
+    axis = k.get("axis", -1)
+    by = k.get("by", 1)
+    if targets.ndim == 0 or targets.shape[axis] < abs(by):
+        raise ValueError("nothing to shift")
+    moved = np.moveaxis(targets, axis, -1)
+    fill = {"bos": bos_id, "pad": PAD, "eos": EOS}.get(k.get("fill", "bos"))
+    out = np.empty_like(moved)
+    if by > 0:
+        out[..., by:] = moved[..., :-by]
+        out[..., :by] = moved[..., :by] if fill is None else fill
+    else:
+        out[..., :by] = moved[..., -by:]
+        out[..., by:] = moved[..., by:] if fill is None else fill
+    return np.moveaxis(out, -1, axis)
+
+
+SHIFT_PROBES = Probes(_shift_model, Combos("shift", [
+    ("axis", [(-1, "", ""), (0, "axis0", "the shift runs along the first axis (the batch), not the last (the positions)")]),
+    ("by", [(1, "", ""), (2, "by2", "the targets move two places, not one"),
+            (-1, "left", "the targets move left (targets[..., 1:] first), not right")]),
+    ("fill", [("bos", "", ""), ("pad", "pad_first", "the freed place holds the pad id 0, not bos_id"),
+              ("eos", "eos_first", "the freed place holds EOS, not bos_id"),
+              ("copy", "first_kept", "the freed place keeps the old token instead of bos_id")]),
+], "The decoder input is [bos_id] + targets[..., :-1], along the last axis."))
+
+
 SHIFT_RIGHT = Exercise("6.1", "shift_right", points=2, reference=model_mod.shift_right)
 
 
@@ -55,7 +86,8 @@ def check_shift_right(shift_right=None, *, points=None, hidden=False):
     cases = shift_right_cases()["values"]
     common = dict(catalog=CATALOG["shift_right"], forbidden=[model_mod.shift_right])
     ref = model_mod.shift_right
-    c.check_cases("BOS first, last token dropped, any batch shape", fn, ref, cases, weight=3, **common)
+    c.check_cases("BOS first, last token dropped, any batch shape", fn, ref, cases, weight=3, probes=SHIFT_PROBES,
+                  **common)
     c.check_cases("the ids keep an integer dtype", fn, ref, cases, postprocess=_is_integer, **common)
     return c.result()
 
@@ -74,6 +106,67 @@ def embed_cases():
     }
 
 
+def _positions(kind, n, d):
+    """PE for n positions, the course's (kind "right") or a slip's."""
+    if kind == "from1":
+        return sinusoidal_positions(n + 1, d)[1:]
+    if kind in ("swap", "halves", "i_over_d"):
+        pos = np.arange(n, dtype=np.float64)[:, None]
+        i = np.arange(0, d, 2, dtype=np.float64)
+        angles = pos / np.power(10000.0, (i / 2 if kind == "i_over_d" else i) / d)
+        if kind == "halves":
+            return np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)[:, :d]
+        pe = np.zeros((n, d))
+        first, second = (np.cos, np.sin) if kind == "swap" else (np.sin, np.cos)
+        pe[:, 0::2] = first(angles)
+        pe[:, 1::2] = second(angles[:, : d // 2])
+        return pe
+    return sinusoidal_positions(n, d)
+
+
+def _embed_model(k, model, tokens):
+    """Seq2Seq.embed with knobs: scale (what multiplies E's rows), pos (which positions are added),
+    factor (a number in place of sqrt(d_model), for Scale)."""
+    tokens = np.asarray(tokens)
+    d = model.config.d_model
+    scale = {"sqrt": np.sqrt(d), "one": 1.0, "d": float(d), "inv": 1 / np.sqrt(d)}[k.get("scale", "sqrt")]
+    scale = k.get("factor", scale)
+    rows = model.embedding[tokens] * scale
+    pos = k.get("pos", "right")
+    T = tokens.shape[-1]
+    if pos == "none":
+        return rows
+    if pos == "by_id":
+        return rows + sinusoidal_positions(model.config.vocab_size, d)[tokens]
+    pe = _positions(pos, T, d)
+    if pos == "double":
+        pe = 2 * pe
+    if pos == "scaled":
+        return (model.embedding[tokens] + pe) * scale
+    return rows + pe
+
+
+_EMBED_RIGHT = "embed(tokens) = E[tokens] * sqrt(d_model) + PE[0 .. T-1], PE[pos, 2i] = sin, PE[pos, 2i+1] = cos."
+EMBED_PROBES = Probes(
+    _embed_model,
+    Combos("embed", [
+        ("scale", [("sqrt", "", ""), ("one", "no_scale", "E's rows are not multiplied by sqrt(d_model)"),
+                   ("d", "scaled_by_d", "E's rows are multiplied by d_model, not by its square root"),
+                   ("inv", "divided", "E's rows are divided by sqrt(d_model) instead of multiplied")]),
+        ("pos", [("right", "", ""), ("none", "no_positions", "the position encodings are not added"),
+                 ("double", "positions_twice", "the position encodings are added twice"),
+                 ("scaled", "positions_scaled", "the positions are multiplied by sqrt(d_model) too (only E's rows are)"),
+                 ("by_id", "positions_by_id", "the position encodings are looked up by token id, not by position"),
+                 ("from1", "positions_from_1", "the positions count from 1, not from 0"),
+                 ("swap", "sin_cos_swapped", "the even columns hold cosines and the odd ones sines: the other way round"),
+                 ("halves", "sin_cos_halves", "the sines fill the first half of the columns and the cosines the second, "
+                                              "instead of alternating (sine in column 2i, cosine in 2i+1)"),
+                 ("i_over_d", "exponent_i", "the frequencies use 10000^(i/d) with i the column pair, not 10000^(2i/d)")]),
+    ], _EMBED_RIGHT),
+    Scale(lambda model, tokens: [("sqrt(d_model)", float(np.sqrt(model.config.d_model)), None)],
+          what="E's rows", knob="factor"))
+
+
 EMBED = Exercise("6.2", "embed", points=2, reference=Seq2Seq.embed)
 
 
@@ -83,7 +176,8 @@ def check_embed(embed=None, *, points=None, hidden=False):
     c = Checker(EMBED, points, hidden)
     fn = c.find(embed, "embed")
     common = dict(catalog=CATALOG["embed"], forbidden=[Seq2Seq.embed])
-    c.check_cases("scaled embedding rows plus positions", fn, Seq2Seq.embed, embed_cases()["values"], **common)
+    c.check_cases("scaled embedding rows plus positions", fn, Seq2Seq.embed, embed_cases()["values"],
+                  probes=EMBED_PROBES, **common)
     return c.result()
 
 
@@ -137,6 +231,81 @@ def decode_cases():
 _FORWARD = [Seq2Seq.encode, Seq2Seq.decode, Seq2Seq.__call__, training.forward_with_cache]
 
 
+def _encode_model(k, model, src):
+    """Seq2Seq.encode with knobs: mask ("pad", "none", "causal" (causal and padding), "pad0" (pad id 0)),
+    norm ("enc", "none", "dec" (the decoder's gamma)), chain (False: every block reads the embedding)."""
+    src = np.asarray(src)
+    pad = 0 if k.get("mask") == "pad0" else model.config.pad_id
+    src_mask = padding_mask(src, pad)
+    used = {"pad": src_mask, "pad0": src_mask, "none": None,
+            "causal": src_mask + create_causal_mask(src.shape[-1])}[k.get("mask", "pad")]
+    x0 = x = model.embed(src)
+    for block in model.encoder:
+        x = block(x if k.get("chain", True) else x0, mask=used)
+    gamma = {"enc": model.encoder_norm_gamma, "dec": model.decoder_norm_gamma, "none": None}[k.get("norm", "enc")]
+    return (x if gamma is None else rms_norm(x, gamma, model.config.eps)), src_mask
+
+
+def _real(src, model):
+    return np.asarray(src) != model.config.pad_id
+
+
+def _append_pad(args, kwargs):
+    model, src = args[0], np.asarray(args[1])
+    pad = np.full(src.shape[:-1] + (1,), model.config.pad_id, dtype=src.dtype)
+    return (model, np.concatenate([src, pad], axis=-1)), kwargs
+
+
+def _real_rows(value, args, kwargs):
+    """H_enc at the real (non-pad) source positions, in order."""
+    return np.asarray(value[0])[_real(args[1], args[0])]
+
+
+def _other_last(tokens, model):
+    """tokens with the last column changed to another real id wherever it is not the pad id; None if
+    every row ends in padding."""
+    tokens = np.array(tokens, copy=True)
+    last = tokens[..., -1]
+    real = last != model.config.pad_id
+    if not np.any(real):
+        return None
+    V, avoid = model.config.vocab_size, {model.config.pad_id, BOS}
+    new = (last + 1) % V
+    while any(int(t) in avoid for t in np.ravel(new[real])):
+        new = np.where(np.isin(new, list(avoid)), (new + 1) % V, new)
+    tokens[..., -1] = np.where(real, new, last)
+    return tokens
+
+
+def _edit_last_source(args, kwargs):
+    src = _other_last(args[1], args[0])
+    return None if src is None else ((args[0], src), kwargs)
+
+
+def _earlier_real_rows(value, args, kwargs):
+    H = np.asarray(value[0])[..., :-1, :]
+    return H[_real(np.asarray(args[1])[..., :-1], args[0])]
+
+
+ENCODE_PROBES = Probes(
+    _encode_model,
+    Combos("encode", [
+        ("mask", [("pad", "", ""), ("none", "no_padding_mask", "the blocks get no padding mask, so real tokens attend to pads"),
+                  ("causal", "causal", "the blocks get a causal mask: the encoder reads the whole source, both ways"),
+                  ("pad0", "pad_id_zero", "the padding mask hides the id 0 instead of model.config.pad_id")]),
+        ("norm", [("enc", "", ""), ("none", "no_final_norm", "the final RMSNorm (encoder_norm_gamma) is missing"),
+                  ("dec", "decoder_gamma", "the final norm uses decoder_norm_gamma instead of encoder_norm_gamma")]),
+        ("chain", [(True, "", ""), (False, "not_chained", "every block reads the embedding instead of the previous block's output")]),
+    ], "H_enc = RMSNorm(block_N(... block_1(embed(src), src_mask) ...), encoder_norm_gamma)."),
+    Invariant("pad_changes_real_positions", _append_pad, _real_rows, (
+        "one more pad at the end of the source changed H_enc at the real positions: the real tokens attend to "
+        "the pads. Pass the padding mask, padding_mask(src, model.config.pad_id), to every encoder block."),
+        kind="padding"),
+    Invariant("encoder_is_causal", _edit_last_source, _earlier_real_rows, (
+        "changing the last source token changed no earlier position of H_enc: the earlier positions never "
+        "read it. The encoder is bidirectional: only the padding mask, no causal mask."), change=True, kind="causal"))
+
+
 ENCODE = Exercise("6.3", "encode", points=3, reference=Seq2Seq.encode)
 
 
@@ -152,8 +321,80 @@ def check_encode(encode=None, *, points=None, hidden=False):
     fn = rebind(fn, embed=Seq2Seq.embed)
     cases = encode_cases()
     common = dict(catalog=CATALOG["encode"], forbidden=_FORWARD, names=("H_enc", "src_mask"))
-    c.check_cases("H_enc and the source padding mask", fn, Seq2Seq.encode, cases, **common)
+    c.check_cases("H_enc and the source padding mask", fn, Seq2Seq.encode, cases, probes=ENCODE_PROBES, **common)
     return c.result()
+
+
+def _decode_model(k, model, tgt_in, H_enc, src_mask):
+    """Seq2Seq.decode with knobs: self ("both" masks, "causal" only, "pad" only, "none"), cross ("src",
+    "none"), norm ("dec", "none", "enc"), head (a factor on the logits)."""
+    tgt_in = np.asarray(tgt_in)
+    causal, pad = create_causal_mask(tgt_in.shape[-1]), padding_mask(tgt_in, model.config.pad_id)
+    on_queries = np.swapaxes(pad, -1, -2)  # (..., 1, m, 1): the pad positions' rows hidden, not their columns
+    self_mask = {"both": causal + pad, "causal": causal, "pad": pad, "none": None, "queries": causal + on_queries,
+                 "queries_only": on_queries}[k.get("self_mask", "both")]
+    cross = src_mask if k.get("cross", "src") == "src" else None
+    x = model.embed(tgt_in)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=self_mask, cross_attn_mask=cross)
+    gamma = {"dec": model.decoder_norm_gamma, "enc": model.encoder_norm_gamma, "none": None}[k.get("norm", "dec")]
+    h = x if gamma is None else rms_norm(x, gamma, model.config.eps)
+    return k.get("head", 1.0) * (h @ model.embedding.T)
+
+
+def _edit_last_target(args, kwargs):
+    tgt = _other_last(args[1], args[0])
+    return None if tgt is None else ((args[0], tgt) + tuple(args[2:]), kwargs)
+
+
+def _earlier_logits(value, args, kwargs):
+    return np.asarray(value)[..., :-1, :]
+
+
+def _masked_source_row(args, kwargs):
+    """One more source row in H_enc, hidden by src_mask: the logits must not change."""
+    model, tgt_in, H_enc, src_mask = args
+    H_enc = np.asarray(H_enc)
+    extra = generator(64).normal(size=H_enc.shape[:-2] + (1, H_enc.shape[-1])) * 3.0
+    hidden = np.full(np.shape(src_mask)[:-1] + (1,), -np.inf)
+    return (model, tgt_in, np.concatenate([H_enc, extra], axis=-2),
+            np.concatenate([np.asarray(src_mask, dtype=np.float64), hidden], axis=-1)), kwargs
+
+
+def _all_logits(value, args, kwargs):
+    return value
+
+
+DECODE_PROBES = Probes(
+    _decode_model,
+    Combos("decode", [
+        ("self_mask", [("both", "", ""), ("causal", "no_target_padding_mask", "the self-attention mask is causal only: the target padding is not hidden"),
+                  ("pad", "no_causal_mask", "the self-attention mask hides the target pads but is not causal"),
+                  ("none", "no_self_mask", "the self-attention gets no mask at all (neither causal nor padding)"),
+                  ("queries", "padding_on_queries", "the target padding mask hides the pad positions' rows (their "
+                                                    "queries), so they attend to nothing: padding masks keys only, "
+                                                    "padding_mask's (..., 1, 1, m), one entry per key, added as it is"),
+                  ("queries_only", "padding_on_queries_not_causal",
+                   "the self-attention mask is the target padding on the query rows, (..., 1, m, 1), and not causal: "
+                   "it must be causal, plus padding_mask's (..., 1, 1, m) hiding pad keys")]),
+        ("cross", [("src", "", ""), ("none", "no_cross_mask", "the cross-attention gets no mask: the source pads are visible")]),
+        ("norm", [("dec", "", ""), ("none", "no_final_norm", "the final RMSNorm (decoder_norm_gamma) is missing"),
+                  ("enc", "encoder_gamma", "the final norm uses encoder_norm_gamma instead of decoder_norm_gamma")]),
+    ], "The decoder: embed(tgt_in); each block with the causal mask plus the target padding mask, and src_mask "
+       "in cross-attention; RMSNorm with decoder_norm_gamma; then @ E.T."),
+    Proportional("the logits", lambda model, *rest: [
+        ("sqrt(d_model)", float(np.sqrt(model.config.d_model)),
+         "the logits are multiplied by sqrt(d_model): the tied head is h @ E.T, unscaled (only the embedding's "
+         "rows are scaled on the way in)."),
+        ("1/sqrt(d_model)", float(1 / np.sqrt(model.config.d_model)),
+         "the logits are divided by sqrt(d_model): the tied head is h @ E.T, unscaled.")]),
+    Invariant("future_visible", _edit_last_target, _earlier_logits, (
+        "changing only the last target input changed the logits at earlier positions: a position reads the "
+        "positions after it. The self-attention mask must hide every key j > i: add the causal mask, "
+        "create_causal_mask(m), to the target padding mask."), kind="causal"),
+    Invariant("source_pads_visible", _masked_source_row, _all_logits, (
+        "one more source position, hidden by src_mask, changed your logits: the cross-attention does not use "
+        "src_mask. Pass src_mask as every decoder block's cross-attention mask."), kind="padding"))
 
 
 DECODE = Exercise("6.4", "decode", points=4, reference=Seq2Seq.decode)
@@ -171,7 +412,7 @@ def check_decode(decode=None, *, points=None, hidden=False):
     fn = c.find(decode, "decode")
     fn = rebind(fn, embed=Seq2Seq.embed)
     cases = decode_cases()
-    common = dict(catalog=CATALOG["decode"], forbidden=_FORWARD)
+    common = dict(catalog=CATALOG["decode"], forbidden=_FORWARD, probes=DECODE_PROBES)
     c.check_cases("logits (..., m, V) from the target inputs and H_enc", fn, Seq2Seq.decode, cases[:2], **common)
     c.check_cases("another pad id, width and depth; batch shapes; extreme embeddings", fn, Seq2Seq.decode,
                   cases[2:], **common)
@@ -203,6 +444,45 @@ _COUNTERS = [model_mod.parameter_count, Seq2Seq.num_parameters, Seq2Seq.paramete
              DecoderBlock.parameters, MultiHeadAttention.parameters, FeedForward.parameters]
 
 
+_COUNT_TERMS = [  # (knob, what it counts, in the course's words)
+    ("embedding", "the embedding E (V d)"),
+    ("self_attention", "the self-attention weights W_q, W_k, W_v, W_o of every block (4 d^2 each)"),
+    ("cross_attention", "the cross-attention weights of every decoder block (4 d^2 each)"),
+    ("ffn_weights", "the feed-forward matrices W1 and W2 of every block (2 d d_ff)"),
+    ("ffn_biases", "the feed-forward biases b1 and b2 of every block (d_ff + d)"),
+    ("block_norms", "the blocks' RMSNorm gains (2 d per encoder block, 3 d per decoder block)"),
+    ("final_norms", "the two final RMSNorm gains (2 d)"),
+]
+
+
+def _count_model(k, vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):
+    """parameter_count as a sum of terms, each with a knob: its multiplicity (1 right, 0 left out, 2
+    counted twice); extra terms head (an untied output head, V d) and attention_biases (4 d per
+    attention); nd_is_n (n_decoder_layers ignored)."""
+    V, d, dff, N = vocab_size, d_model, d_ff, n_encoder_layers
+    Nd = N if (n_decoder_layers is None or k.get("nd_is_n")) else n_decoder_layers
+    terms = {"embedding": V * d, "self_attention": 4 * d * d * (N + Nd), "cross_attention": 4 * d * d * Nd,
+             "ffn_weights": 2 * d * dff * (N + Nd), "ffn_biases": (dff + d) * (N + Nd),
+             "block_norms": 2 * d * N + 3 * d * Nd, "final_norms": 2 * d}
+    total = sum(k.get(name, 1) * value for name, value in terms.items())
+    return total + k.get("head", 0) * V * d + k.get("attention_biases", 0) * 4 * d * (N + 2 * Nd)
+
+
+def _count_choices():
+    choices = [(name, [(1, "", ""), (0, f"no_{name}", f"{words} is left out"),
+                       (2, f"twice_{name}", f"{words} is counted twice")]) for name, words in _COUNT_TERMS]
+    choices.append(("head", [(0, "", ""), (1, "untied_head", "an output head of V d is counted, but the head is E itself (tied)")]))
+    choices.append(("attention_biases", [(0, "", ""), (1, "attention_biases",
+                                                       "biases are counted for the attention projections, which have none")]))
+    choices.append(("nd_is_n", [(False, "", ""), (True, "ignores_n_decoder_layers",
+                                                  "n_decoder_layers is ignored: the decoder gets n_encoder_layers blocks")]))
+    return choices
+
+
+COUNT_PROBES = Probes(_count_model, Combos("count", _count_choices(),
+                                            "Count every [LEARNED] array once: parameter_count's docstring lists them."))
+
+
 PARAMETER_COUNT = Exercise("6.5", "parameter_count", points=3, reference=model_mod.parameter_count)
 
 
@@ -213,8 +493,10 @@ def check_parameter_count(parameter_count=None, *, points=None, hidden=False):
     fn = c.find(parameter_count, "parameter_count")
     cases = parameter_count_cases()
     common = dict(catalog=CATALOG["parameter_count"], forbidden=_COUNTERS)
-    c.check_cases("the formula", fn, model_mod.parameter_count, cases["formula"], weight=2, **common)
-    c.check_cases("agrees with the arrays of a real Seq2Seq", fn, _counted_by_the_model, cases["model"], **common)
+    c.check_cases("the formula", fn, model_mod.parameter_count, cases["formula"], weight=2, probes=COUNT_PROBES,
+                  **common)
+    c.check_cases("agrees with the arrays of a real Seq2Seq", fn, _counted_by_the_model, cases["model"],
+                  probes=COUNT_PROBES, **common)
     return c.result()
 
 

@@ -5,6 +5,7 @@ at the end, list them.
 """
 
 import dataclasses
+import functools
 import importlib
 
 import numpy as np
@@ -18,6 +19,7 @@ from .core import Case, Checker, rebind
 from .exercises import Exercise
 from .fixtures import generator, padded_tokens
 from .ordering import Ordering, Step
+from .probes import Axis, Combos, EachOutput, FailedProduct, Probes, Scale, combos
 
 # the module, not encdec.backward (the package exports training.backward under that name)
 backward = importlib.import_module("..backward", __package__)
@@ -57,6 +59,81 @@ def cross_entropy_cases():
     }
 
 
+# -- the probes' models: the references with their parts made variable (encdec.checks.probes) ------------
+def xent_model(k, logits, targets, pad_id=None, label_smoothing=0.0):
+    """softmax_cross_entropy with knobs (Lesson 8's sequence_cross_entropy uses it too):
+    pads ("ignored", "kept": pad positions counted as real), grad_pads (True: the gradient not zeroed at
+    pads), loss_mean ("tokens", "positions": divided by every position), grad_factor (a number in place
+    of 1/N), grad_sign, loss_sign, smooth ("all": eps/V on every token; "others": eps/(V-1) on the
+    non-targets; "no_pad": eps/(V-1) on every token but the pad; "added": one-hot + eps/V, the target
+    not reduced; "none": smoothing ignored)."""
+    logits = np.asarray(logits)
+    targets = np.asarray(targets)
+    V = logits.shape[-1]
+    keep = np.ones(targets.shape, dtype=bool)
+    if pad_id is not None and k.get("pads", "ignored") == "ignored":
+        keep = targets != pad_id
+    eps = label_smoothing
+    one_hot = np.eye(V)[np.where(keep, targets, 0)]
+    smooth = k.get("smooth", "all")
+    if smooth == "all" or eps == 0:
+        q = one_hot * (1 - eps) + eps / V
+    elif smooth == "others":
+        q = one_hot * (1 - eps) + (1 - one_hot) * eps / (V - 1)
+    elif smooth == "no_pad":
+        spread = np.ones(V) * eps / (V - 1)
+        spread[0 if pad_id is None else pad_id] = 0.0
+        q = one_hot * (1 - eps) + spread
+    elif smooth == "added":
+        q = one_hot + eps / V
+    else:
+        q = one_hot
+    logp = loss.log_softmax(logits, axis=-1)
+    n = int(keep.sum())
+    if n == 0:
+        return 0.0, np.zeros_like(logits)
+    per = -np.sum(q * logp, axis=-1)
+    denom = {"tokens": n, "positions": targets.size}[k.get("loss_mean", "tokens")]
+    value = k.get("loss_sign", 1) * float(np.sum(per * keep) / denom)
+    grad_keep = np.ones(targets.shape, dtype=bool) if k.get("grad_pads") else keep
+    factor = k.get("grad_factor", 1.0 / n)
+    dlogits = k.get("grad_sign", 1) * (np.exp(logp) - q) * grad_keep[..., None] * factor
+    return value, dlogits.astype(logits.dtype) if logits.dtype == np.float32 else dlogits
+
+
+XENT_RIGHT = ("The loss is the mean of -log p̂[target] over the N non-pad positions; dlogits = (p̂ - y) / N at "
+              "those positions and 0 at pads.")
+XENT_CHOICES = [
+    ("pads", [("ignored", "", ""), ("kept", "pads_counted", "pad positions are counted as real targets")]),
+    ("grad_pads", [(False, "", ""), (True, "grad_at_pads", "the gradient is not zeroed at pad positions")]),
+    ("loss_mean", [("tokens", "", ""), ("positions", "loss_over_positions",
+                                        "the loss is divided by every position, pads included, not by N")]),
+    ("loss_sign", [(1, "", ""), (-1, "loss_sign", "the loss has the wrong sign (it is -mean log p̂, a positive number)")]),
+    ("grad_sign", [(1, "", ""), (-1, "grad_sign", "dlogits has the wrong sign: it is p̂ - y, not y - p̂")]),
+]
+
+
+def _grad_factors(logits, targets, pad_id=None, label_smoothing=0.0):
+    targets = np.asarray(targets)
+    n = int(np.sum(targets != pad_id)) if pad_id is not None else targets.size
+    out = [("1/N", 1.0 / max(n, 1), None),
+           ("1", 1.0, "dlogits is not divided by N, the number of real tokens: the loss is a mean, so its "
+                      "gradient is (p̂ - y) / N.")]
+    if targets.size != n:
+        out.append(("1/(number of positions)", 1.0 / targets.size,
+                    "dlogits is divided by every position, pads included: divide by N, the number of real tokens."))
+    return out
+
+
+def xent_probes(choices, right):
+    return Probes(xent_model, Combos("xent", choices, right),
+                  Scale(_grad_factors, what="the entries of dlogits", knob="grad_factor"),
+                  EachOutput(Combos("xent", choices, right, most=1), ("loss", "dlogits")))
+
+
+XENT_PROBES = xent_probes(XENT_CHOICES, XENT_RIGHT)
+
+
 SOFTMAX_CROSS_ENTROPY = Exercise("7.1", "softmax_cross_entropy", points=3, reference=loss.softmax_cross_entropy)
 
 
@@ -67,7 +144,7 @@ def check_softmax_cross_entropy(softmax_cross_entropy=None, *, points=None, hidd
     fn = c.find(softmax_cross_entropy, "softmax_cross_entropy")
     cases = cross_entropy_cases()
     common = dict(catalog=CATALOG["softmax_cross_entropy"], names=("loss", "dlogits"),
-                  forbidden=[loss.softmax_cross_entropy])
+                  forbidden=[loss.softmax_cross_entropy], probes=XENT_PROBES)
     c.check_cases("loss and gradient, no padding", fn, _xent, cases["plain"], **common)
     c.check_cases("padded batches: pads ignored, mean over the real tokens", fn, _xent, cases["padded"], weight=2,
                   **common)
@@ -139,6 +216,26 @@ def numerical_gradient_cases():
     ]
 
 
+@functools.lru_cache(maxsize=64)
+def _reference_gradient(problem, h):
+    f, x = problem.make()
+    return backward.numerical_gradient(f, x) if h is None else backward.numerical_gradient(f, x, h)
+
+
+def _gradient_model(k, problem, h=None):
+    """The central differences times a factor (knob factor; 1 is right)."""
+    return k.get("factor", 1.0) * _reference_gradient(problem, h)
+
+
+NUMERICAL_GRADIENT_PROBES = Probes(_gradient_model, Scale(
+    lambda problem, h=None: [("1", 1.0, None),
+                             ("2", 2.0, "your differences are twice the gradient: (f(x + h) - f(x - h)) is divided by "
+                                        "h, but the two points are 2h apart. Divide by 2 h."),
+                             ("1/2", 0.5, "your differences are half the gradient: the central difference "
+                                          "(f(x + h) - f(x - h)) is divided by 4 h or 2 h twice. Divide by 2 h, once.")],
+    what="your difference quotients", knob="factor"))
+
+
 NUMERICAL_GRADIENT = Exercise("7.2", "numerical_gradient", points=2, reference=backward.numerical_gradient)
 
 
@@ -152,7 +249,8 @@ def check_numerical_gradient(numerical_gradient=None, *, points=None, hidden=Fal
     catalog = CATALOG["numerical_gradient"]
     ref = backward.numerical_gradient
     c.check_cases("central differences, entry by entry", _gradient_of(fn) if fn else None, _gradient_of(ref),
-                  cases, catalog=wrapped(catalog, _gradient_of), forbidden=forbidden, weight=3)
+                  cases, catalog=wrapped(catalog, _gradient_of), forbidden=forbidden, weight=3,
+                  probes=NUMERICAL_GRADIENT_PROBES)
     c.check_cases("x is left as it was", _x_after(fn) if fn else None, _x_after(ref), cases,
                   catalog=wrapped(catalog, _x_after), forbidden=forbidden)
     return c.result()
@@ -181,6 +279,36 @@ def softmax_backward_cases():
     }
 
 
+def _softmax_backward_model(k, dout, probs, axis=-1):
+    """softmax_backward with knobs: inner ("weighted": sum(dout * p); "unweighted": sum(dout); "none"),
+    lead (False: the leading p left out), sign, sum_axis (the axis of the sum), factor (on the result)."""
+    dout, probs = np.asarray(dout), np.asarray(probs)
+    sum_axis = k.get("sum_axis", axis)
+    inner = {"weighted": lambda: np.sum(dout * probs, axis=sum_axis, keepdims=True),
+             "unweighted": lambda: np.sum(dout, axis=sum_axis, keepdims=True),
+             "none": lambda: 0.0}[k.get("inner", "weighted")]()
+    core = dout - inner
+    return k.get("factor", 1.0) * k.get("sign", 1) * (probs * core if k.get("lead", True) else core)
+
+
+def _axes(dout, probs, axis=-1):
+    return list(range(np.ndim(dout))) + [None]
+
+
+SOFTMAX_BACKWARD_PROBES = Probes(
+    _softmax_backward_model,
+    Combos("softmax_backward", [
+        ("inner", [("weighted", "", ""), ("none", "no_inner_term", "the term ⟨dout, p⟩ = sum(dout * p) is missing: "
+                                                                   "that is the diagonal of the Jacobian only"),
+                   ("unweighted", "inner_unweighted", "the inner term sums dout alone, not dout * p")]),
+        ("lead", [(True, "", ""), (False, "no_leading_p", "the leading factor p is missing")]),
+        ("sign", [(1, "", ""), (-1, "sign", "the sign is flipped")]),
+    ], "dx = p * (dout - sum(dout * p, axis, keepdims=True)): the Jacobian diag(p) - p pᵀ applied to dout."),
+    Axis("the sum ⟨dout, p⟩", "sum_axis", _axes, right=lambda dout, probs, axis=-1: axis % np.ndim(dout),
+         fix="Sum along `axis`, the axis the softmax ran over, with keepdims=True."),
+    Scale(lambda dout, probs, axis=-1: [("1", 1.0, None)], what="the entries of your dx", knob="factor"))
+
+
 SOFTMAX_BACKWARD = Exercise("7.3", "softmax_backward", points=3, reference=backward.softmax_backward)
 
 
@@ -190,7 +318,8 @@ def check_softmax_backward(softmax_backward=None, *, points=None, hidden=False):
     c = Checker(SOFTMAX_BACKWARD, points, hidden)
     fn = c.find(softmax_backward, "softmax_backward")
     cases = softmax_backward_cases()
-    common = dict(catalog=CATALOG["softmax_backward"], forbidden=[backward.softmax_backward])
+    common = dict(catalog=CATALOG["softmax_backward"], forbidden=[backward.softmax_backward],
+                  probes=SOFTMAX_BACKWARD_PROBES)
     ref = backward.softmax_backward
     c.check_cases("rows of probabilities", fn, ref, cases["rows"], **common)
     c.check_cases("the axis argument is respected", fn, ref, cases["axis"], **common)
@@ -221,6 +350,93 @@ def attention_backward_cases():
     }
 
 
+def _attention_backward_model(k, dout, Q, K, V, weights):
+    """attention_backward with knobs: scale (a number in place of 1/sqrt(d_k)), softmax ("right",
+    "skipped": dscores = dweights, "diagonal": weights * dweights), dV ("right", "untransposed": weights
+    @ dout), dK ("right", "untransposed": dscores @ Q), sign (on all three)."""
+    dout, Q, K, V, weights = (np.asarray(a) for a in (dout, Q, K, V, weights))
+    scale = k.get("scale", 1.0 / np.sqrt(Q.shape[-1]))
+    wT = np.swapaxes(weights, -1, -2)
+    if "untransposed" in (k.get("dV"), k.get("dK")) and weights.shape[-1] != weights.shape[-2]:
+        # (m, n) @ (m, .) fails with one message whichever product it is: the error would not say
+        # which gradient was left untransposed (FailedProduct reads the failing product's operands instead)
+        raise LookupError("an untransposed product does not apply to m != n")
+    dV = wT @ dout if k.get("dV", "right") == "right" else weights @ dout
+    dweights = dout @ np.swapaxes(V, -1, -2)
+    how = k.get("softmax", "right")
+    if how == "right":
+        dscores = backward.softmax_backward(dweights, weights)
+    elif how == "skipped":
+        dscores = dweights
+    else:
+        dscores = weights * dweights
+    dscores = dscores * scale
+    dQ = dscores @ K
+    dK = np.swapaxes(dscores, -1, -2) @ Q if k.get("dK", "right") == "right" else dscores @ Q
+    sign = k.get("sign", 1)
+    return tuple(sign * backward._sum_to(g, a.shape) for g, a in ((dQ, Q), (dK, K), (dV, V)))
+
+
+_ATTENTION_CHOICES = [
+    ("softmax", [("right", "", ""), ("skipped", "softmax_skipped", "the gradient skips the softmax's backward pass "
+                                                                    "(dscores = dweights)"),
+                 ("diagonal", "softmax_diagonal", "the softmax's backward pass keeps only the diagonal, weights * dweights, "
+                                                  "without the - ⟨dweights, weights⟩ term")]),
+    ("dV", [("right", "", ""), ("untransposed", "dV_untransposed", "dV is weights @ dout: weights must be transposed, "
+                                                                   "dV = weightsᵀ @ dout")]),
+    ("dK", [("right", "", ""), ("untransposed", "dK_untransposed", "dK is dscores @ Q: dscores must be transposed, "
+                                                                   "dK = dscoresᵀ @ Q")]),
+    ("sign", [(1, "", ""), (-1, "sign", "every gradient has the wrong sign")]),
+]
+_ATTENTION_RIGHT = ("dV = weightsᵀ dout; dweights = dout Vᵀ; dscores = softmax_backward(dweights, weights) / sqrt(d_k); "
+                    "dQ = dscores K; dK = dscoresᵀ Q.")
+
+
+def _attention_scales(dout, Q, K, V, weights):
+    d_k = np.shape(Q)[-1]
+    return [("1/sqrt(d_k)", 1.0 / np.sqrt(d_k), None),
+            ("1", 1.0, "the 1/sqrt(d_k) factor is missing from dscores: the forward pass scaled the scores, so "
+                       "their gradient carries the same factor."),
+            ("sqrt(d_k)", float(np.sqrt(d_k)), "dscores is multiplied by sqrt(d_k) instead of divided by it."),
+            ("1/d_k", 1.0 / d_k, "dscores is divided by d_k, not by sqrt(d_k).")]
+
+
+def _untransposed_products(attempt):
+    """The products a gradient left untransposed computes, with the shapes of their operands: weights @ dout
+    for dV (the catalog's dV_not_transposed), dscores @ Q for dK (dscores is shaped like the weights)."""
+    dout, Q, K, V, weights = attempt.case.args
+    words = {name: text for name, _, text in combos(_ATTENTION_CHOICES, _ATTENTION_RIGHT)}
+    return [(np.shape(weights), np.shape(dout), "dV_untransposed", CATALOG.find("attention_backward", "dV_not_transposed")),
+            (np.shape(weights), np.shape(Q), "dK_untransposed", words["dK_untransposed"])]
+
+
+ATTENTION_BACKWARD_PROBES = Probes(
+    _attention_backward_model,
+    FailedProduct("attention_backward", _untransposed_products),
+    Combos("attention_backward", _ATTENTION_CHOICES, _ATTENTION_RIGHT),
+    Scale(_attention_scales, what="dscores", knob="scale"),
+    EachOutput(Combos("attention_backward", _ATTENTION_CHOICES, _ATTENTION_RIGHT, most=1), ("dQ", "dK", "dV")))
+
+
+# A product left untransposed, weights @ dout (dV) or dscores @ Q (dK), fails on m != n with the very same
+# message, so the error cannot say which one it is: these entries are matched by their values only (on a
+# square case), and on m != n the FailedProduct probe reads the failing product's operands instead.
+_VALUES_ONLY = {"dV_not_transposed"}
+
+
+class _NotThisEntry(Exception):
+    """What an entry matched by its values only raises in place of its error: no answer raises it."""
+
+
+def _values_only(m):
+    def impl(*args, **kwargs):
+        try:
+            return m.impl(*args, **kwargs)
+        except Exception as exc:
+            raise _NotThisEntry(f"{m.key}: {exc}") from None
+    return dataclasses.replace(m, impl=impl)
+
+
 ATTENTION_BACKWARD = Exercise("7.4", "attention_backward", points=4, reference=backward.attention_backward)
 
 
@@ -236,8 +452,9 @@ def check_attention_backward(attention_backward=None, *, points=None, hidden=Fal
     fn = rebind(fn, softmax_backward=backward.softmax_backward)
     cases = attention_backward_cases()
     common = dict(catalog=CATALOG["attention_backward"], names=("dQ", "dK", "dV"),
-                  forbidden=[backward.attention_backward])
+                  forbidden=[backward.attention_backward], probes=ATTENTION_BACKWARD_PROBES)
     ref = backward.attention_backward
+    common["catalog"] = [_values_only(m) if m.key in _VALUES_ONLY else m for m in common["catalog"]]
     c.check_cases("unbatched, rectangular (m != n)", fn, ref, cases["basic"], **common)
     c.check_cases("leading batch dimensions", fn, ref, cases["batched"], **common)
     c.check_cases("masked weights, large scores, float32", fn, ref, cases["masked"], **common)
@@ -267,6 +484,51 @@ def rms_norm_backward_cases():
     }
 
 
+def _rms_backward_model(k, dout, x, gamma, eps=1e-6):
+    """rms_norm_backward with knobs: second ("right"; "none": r treated as a constant; "no_gamma": the
+    second term without gamma), second_factor (a number on the second term; 1 right), gamma_in_dx
+    (False: dx without gamma), eps ("right", "none", "default": 1e-6 whatever is passed), dgamma
+    ("right", "unnormalised": sum(dout * x), "with_gamma": times gamma), sign."""
+    dout, x, gamma = (np.asarray(a, dtype=np.float64) for a in (dout, x, gamma))
+    e = {"right": eps, "none": 0.0, "default": 1e-6}[k.get("eps", "right")]
+    r = 1.0 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + e)
+    how = k.get("dgamma", "right")
+    dgamma = np.sum((dout * x * (1.0 if how == "unnormalised" else r)).reshape(-1, x.shape[-1]), axis=0)
+    if how == "with_gamma":
+        dgamma = dgamma * gamma
+    dxhat = dout * gamma if k.get("gamma_in_dx", True) else dout
+    second = k.get("second", "right")
+    inner = dxhat if second != "no_gamma" else dout
+    dx = r * dxhat - (0.0 if second == "none" else k.get("second_factor", 1.0) * x * r**3 *
+                      np.mean(inner * x, axis=-1, keepdims=True))
+    return k.get("sign", 1) * dx, dgamma
+
+
+_RMS_CHOICES = [
+    ("second", [("right", "", ""), ("none", "no_second_term", "the second term of dx, - x r³ mean(dx̂ · x), is missing: "
+                                                             "r = 1/rms(x) depends on x too"),
+                ("no_gamma", "second_term_without_gamma", "the second term uses dout instead of dx̂ = dout * gamma")]),
+    ("gamma_in_dx", [(True, "", ""), (False, "no_gamma", "dx leaves gamma out: the upstream gradient of x̂ is dout * gamma")]),
+    ("eps", [("right", "", ""), ("none", "no_eps", "eps is left out of rms(x)"),
+             ("default", "eps_ignored", "the eps argument is ignored (1e-6 is used whatever is passed)")]),
+    ("dgamma", [("right", "", ""), ("unnormalised", "dgamma_unnormalised", "dgamma sums dout * x, not dout * x / rms(x)"),
+                ("with_gamma", "dgamma_times_gamma", "dgamma is multiplied by gamma")]),
+    ("sign", [(1, "", ""), (-1, "sign", "dx has the wrong sign")]),
+]
+_RMS_RIGHT = ("With r = 1/sqrt(mean(x²) + eps) and dx̂ = dout * gamma: dx = r dx̂ - x r³ mean(dx̂ · x), "
+              "dgamma = the sum of dout * x * r over every position.")
+
+
+RMS_NORM_BACKWARD_PROBES = Probes(
+    _rms_backward_model,
+    Combos("rms_norm_backward", _RMS_CHOICES, _RMS_RIGHT),
+    Scale(lambda dout, x, gamma, eps=1e-6: [
+        ("1", 1.0, None),
+        ("d", float(np.shape(x)[-1]), "the second term of dx uses a sum over the d features where the mean belongs "
+                                      "(it is d times too large).")], what="the entries of the second term of dx", knob="second_factor"),
+    EachOutput(Combos("rms_norm_backward", _RMS_CHOICES, _RMS_RIGHT, most=1), ("dx", "dgamma")))
+
+
 RMS_NORM_BACKWARD = Exercise("7.5", "rms_norm_backward", points=3, reference=backward.rms_norm_backward)
 
 
@@ -277,7 +539,7 @@ def check_rms_norm_backward(rms_norm_backward=None, *, points=None, hidden=False
     fn = c.find(rms_norm_backward, "rms_norm_backward")
     cases = rms_norm_backward_cases()
     common = dict(catalog=CATALOG["rms_norm_backward"], names=("dx", "dgamma"),
-                  forbidden=[backward.rms_norm_backward])
+                  forbidden=[backward.rms_norm_backward], probes=RMS_NORM_BACKWARD_PROBES)
     ref = backward.rms_norm_backward
     c.check_cases("dx and dgamma", fn, ref, cases["basic"], **common)
     c.check_cases("leading batch dimensions (dgamma summed over them)", fn, ref, cases["batched"], **common)

@@ -13,6 +13,7 @@ never charged again in 8.4.
 import numpy as np
 
 from .. import layers, optim, training
+from .. import model as model_mod
 from .. import loss as loss_mod
 from ..mistakes import CATALOG
 from ..mistakes import lesson08 as _register  # noqa: F401  (fills the catalog)
@@ -21,6 +22,7 @@ from .core import Case, Checker, rebind, run_student
 from .exercises import Exercise
 from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model
 from .ordering import Ordering, Step
+from .probes import Combos, EachOutput, Probes, Property, Scale
 
 
 # -- Exercise 8.1 ---------------------------------------------------------------------------------------
@@ -59,6 +61,40 @@ def loss_cases():
     }
 
 
+def _xent_model(k, *args, **kwargs):
+    from .lesson07 import xent_model
+    return xent_model(k, *args, **kwargs)
+
+
+_SMOOTH_CHOICES = [
+    ("smooth", [("all", "", ""),
+                ("others", "smoothing_over_the_others", "the smoothing mass eps goes to the V - 1 other tokens only "
+                                                         "(eps/(V-1) each), not eps/V to every token"),
+                ("no_pad", "smoothing_skips_pad", "the smoothing mass skips the pad token (eps/(V-1) on every other "
+                                                  "token): the course spreads eps/V over all V tokens"),
+                ("added", "target_not_reduced", "the target keeps probability 1 and eps/V is added on top, so q sums "
+                                                "to 1 + eps: the target gets 1 - eps + eps/V"),
+                ("none", "smoothing_ignored", "label_smoothing is ignored: the targets stay one-hot")]),
+    ("pads", [("ignored", "", ""), ("kept", "pads_counted", "pad positions are counted as real targets")]),
+    ("grad_pads", [(False, "", ""), (True, "grad_at_pads", "the gradient is not zeroed at pad positions")]),
+    ("loss_mean", [("tokens", "", ""), ("positions", "loss_over_positions",
+                                        "the loss is divided by every position, pads included, not by N")]),
+]
+_SMOOTH_RIGHT = ("q = (1 - eps) one_hot(target) + eps / V on every token; loss = mean over the N real positions of "
+                 "-sum(q log p̂); dlogits = (p̂ - q) / N at real positions, 0 at pads.")
+
+
+def _grad_factors(logits, targets, pad_id=None, label_smoothing=0.0):
+    from .lesson07 import _grad_factors as factors
+    return factors(logits, targets, pad_id, label_smoothing)
+
+
+SEQUENCE_XENT_PROBES = Probes(
+    _xent_model, Combos("sequence_xent", _SMOOTH_CHOICES, _SMOOTH_RIGHT),
+    Scale(_grad_factors, what="the entries of dlogits", knob="grad_factor"),
+    EachOutput(Combos("sequence_xent", _SMOOTH_CHOICES, _SMOOTH_RIGHT, most=1), ("loss", "dlogits")))
+
+
 SEQUENCE_CROSS_ENTROPY = Exercise("8.1", "sequence_cross_entropy", points=3, reference=loss_mod.softmax_cross_entropy)
 
 
@@ -69,7 +105,8 @@ def check_sequence_cross_entropy(sequence_cross_entropy=None, *, points=None, hi
     fn = c.find(sequence_cross_entropy, "sequence_cross_entropy")
     cases = loss_cases()
     ref = loss_mod.softmax_cross_entropy
-    common = dict(catalog=CATALOG["sequence_cross_entropy"], names=("loss", "dlogits"), forbidden=[ref])
+    common = dict(catalog=CATALOG["sequence_cross_entropy"], names=("loss", "dlogits"), forbidden=[ref],
+                  probes=SEQUENCE_XENT_PROBES)
     c.check_cases("one sequence, plain one-hot targets", fn, ref, cases["basic"], **common)
     c.check_cases("padded batches: pads ignored in the loss, the mean and the gradient", fn, ref, cases["pads"], **common)
     c.check_cases("label smoothing", fn, ref, cases["smoothing"], **common)
@@ -104,6 +141,57 @@ def adam_cases():
     }
 
 
+def _adam_model(k, param, grad, m, v, t, lr, beta1=0.9, beta2=0.98, eps=1e-9):
+    """adam_update with knobs: correct ("both", "none", "m" only, "v" only), t_shift (t + shift in the
+    correction), swap ("none", "m": m averaged with beta2, "v": v with beta1, "both"), eps ("outside",
+    "inside": sqrt(v_hat + eps), "raw_v": eps added before the correction), sign, returns ("raw", "hat":
+    the corrected moments returned), lr_factor."""
+    b_m, b_v = beta1, beta2
+    swap = k.get("swap", "none")
+    if swap in ("m", "both"):
+        b_m = beta2
+    if swap in ("v", "both"):
+        b_v = beta1
+    m = b_m * m + (1.0 - b_m) * grad
+    v = b_v * v + (1.0 - b_v) * grad * grad
+    tt = t + k.get("t_shift", 0)
+    correct = k.get("correct", "both")
+    m_hat = m / (1.0 - beta1**tt) if correct in ("both", "m") else m
+    v_hat = v / (1.0 - beta2**tt) if correct in ("both", "v") else v
+    where = k.get("eps", "outside")
+    denom = np.sqrt(v_hat + eps) if where == "inside" else np.sqrt(v_hat) + eps
+    new = param - k.get("sign", 1) * k.get("lr_factor", 1.0) * lr * m_hat / denom
+    if k.get("returns") == "hat":
+        return new, m_hat, v_hat
+    return new, m, v
+
+
+_ADAM_CHOICES = [
+    ("correct", [("both", "", ""), ("none", "no_bias_correction", "m and v are not bias-corrected (m̂ = m / (1 - beta1^t), "
+                                                                  "v̂ = v / (1 - beta2^t))"),
+                 ("m", "v_not_corrected", "v is not bias-corrected (only m is)"),
+                 ("v", "m_not_corrected", "m is not bias-corrected (only v is)")]),
+    ("t_shift", [(0, "", ""), (1, "t_plus_one", "the bias correction uses t + 1 instead of t (t counts from 1)"),
+                 (-1, "t_minus_one", "the bias correction uses t - 1 instead of t")]),
+    ("swap", [("none", "", ""), ("m", "m_with_beta2", "m is averaged with beta2 instead of beta1"),
+              ("v", "v_with_beta1", "v is averaged with beta1 instead of beta2"),
+              ("both", "betas_swapped", "the two betas are swapped: m is averaged with beta2 and v with beta1")]),
+    ("eps", [("outside", "", ""), ("inside", "eps_inside_sqrt", "eps sits inside the square root, sqrt(v̂ + eps), not "
+                                                               "outside, sqrt(v̂) + eps")]),
+    ("sign", [(1, "", ""), (-1, "ascent", "the parameter moves up the gradient: param - lr * m̂ / (sqrt(v̂) + eps)")]),
+    ("returns", [("raw", "", ""), ("hat", "returns_corrected", "the corrected m̂ and v̂ are returned as the new state; "
+                                                              "keep m and v uncorrected (the correction is recomputed each step)")]),
+]
+_ADAM_RIGHT = ("m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g²; m̂ = m / (1 - beta1^t); v̂ = v / (1 - beta2^t); "
+               "param - lr m̂ / (sqrt(v̂) + eps); return the new param, m and v.")
+
+
+ADAM_PROBES = Probes(
+    _adam_model, Combos("adam", _ADAM_CHOICES, _ADAM_RIGHT),
+    Scale(lambda param, grad, m, v, t, lr, *a, **kw: [("lr", 1.0, None)], what="the steps", knob="lr_factor"),
+    EachOutput(Combos("adam", _ADAM_CHOICES, _ADAM_RIGHT, most=1), ("new_param", "new_m", "new_v")))
+
+
 ADAM_UPDATE = Exercise("8.2", "adam_update", points=3, reference=optim.adam_update)
 
 
@@ -115,7 +203,7 @@ def check_adam_update(adam_update=None, *, points=None, hidden=False):
     cases = adam_cases()
     ref = optim.adam_update
     common = dict(catalog=CATALOG["adam_update"], names=("new_param", "new_m", "new_v"),
-                  forbidden=[ref, optim.Adam.step])
+                  forbidden=[ref, optim.Adam.step], probes=ADAM_PROBES)
     c.check_cases("the first step: bias correction", fn, ref, cases["first"], **common)
     c.check_cases("later steps with running averages", fn, ref, cases["later"], **common)
     c.check_cases("beta1, beta2 and eps are respected", fn, ref, cases["options"], **common)
@@ -149,6 +237,41 @@ def schedule_cases():
     }
 
 
+def _schedule_model(k, steps, d_model, warmup_steps, factor=None):
+    """warmup_schedule over a list of steps, with knobs: shift (the step used is step + shift), rise and
+    decay (the exponents of the warm-up and the decay), d_power (the exponent of d_model), pick ("min",
+    "max"), warm_power (the exponent of warmup_steps in the ramp), factor_used."""
+    f = 1.0 if factor is None or not k.get("factor_used", True) else factor
+    out = []
+    for s in steps:
+        s = s + k.get("shift", 0)
+        if s <= 0:
+            raise ValueError("step 0")
+        a, b = s ** k.get("decay", -0.5), s * warmup_steps ** k.get("warm_power", -1.5)
+        out.append(f * d_model ** k.get("d_power", -0.5) * (min(a, b) if k.get("pick", "min") == "min" else max(a, b)))
+    return np.array(out) * k.get("factor_scale", 1.0)
+
+
+_SCHEDULE_CHOICES = [
+    ("shift", [(0, "", ""), (-1, "one_step_early", "the step is counted from 0 (step - 1 is used): steps count from 1"),
+               (1, "one_step_late", "step + 1 is used: the schedule runs one step ahead")]),
+    ("warm_power", [(-1.5, "", ""), (-1.0, "ramp_over_warmup", "the ramp is step / warmup_steps, not step * warmup_steps^-1.5"),
+                    (-0.5, "ramp_warmup_half", "the ramp uses warmup_steps^-0.5 instead of warmup_steps^-1.5")]),
+    ("decay", [(-0.5, "", ""), (-1.0, "decay_one_over_step", "the decay is 1/step, not 1/sqrt(step)")]),
+    ("d_power", [(-0.5, "", ""), (0.5, "d_model_sqrt", "d_model^0.5 multiplies instead of d_model^-0.5"),
+                 (0.0, "no_d_model", "the d_model^-0.5 factor is missing"),
+                 (-1.0, "d_model_inverse", "d_model^-1 is used instead of d_model^-0.5")]),
+    ("pick", [("min", "", ""), ("max", "max", "max of the two branches instead of min")]),
+    ("factor_used", [(True, "", ""), (False, "factor_ignored", "the factor argument is ignored")]),
+]
+_SCHEDULE_RIGHT = "lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), with steps counted from 1."
+
+
+SCHEDULE_PROBES = Probes(
+    _schedule_model, Combos("schedule", _SCHEDULE_CHOICES, _SCHEDULE_RIGHT),
+    Scale(lambda steps, d_model, warmup_steps, factor=None: [("1", 1.0, None)], what="your rates", knob="factor_scale"))
+
+
 WARMUP_SCHEDULE = Exercise("8.3", "warmup_schedule", points=2, reference=optim.warmup_schedule)
 
 
@@ -162,8 +285,8 @@ def check_warmup_schedule(warmup_schedule=None, *, points=None, hidden=False):
     common = dict(catalog=catalog, forbidden=[optim.warmup_schedule])
     ref = _over_steps(optim.warmup_schedule)
     c.check_cases("the learning rate at each step",
-                  _over_steps(fn), ref, cases["paper"], **common)
-    c.check_cases("the factor argument", _over_steps(fn), ref, cases["factor"], **common)
+                  _over_steps(fn), ref, cases["paper"], probes=SCHEDULE_PROBES, **common)
+    c.check_cases("the factor argument", _over_steps(fn), ref, cases["factor"], probes=SCHEDULE_PROBES, **common)
     return c.result()
 
 
@@ -207,6 +330,47 @@ def train_step_cases():
     }
 
 
+def _train_step_knobbed(k):
+    """training.train_step with knobs: pad ("given": the loss ignores pad_id; "none": pads are targets too,
+    in the loss, its mean and its gradient), accuracy ("before"; "after": from a forward pass after the
+    update; "with_pads": pad positions counted), loss ("before"; "after": from a forward pass after the update)."""
+    def train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None):
+        pad_id = model.config.pad_id
+        tgt_in = model_mod.shift_right(targets, bos_id)
+        logits, cache = training.forward_with_cache(model, src, tgt_in)
+        loss, dlogits = loss_mod.softmax_cross_entropy(logits, targets, pad_id if k.get("pad", "given") == "given"
+                                                       else None, label_smoothing)
+        optimizer.step(training.backward(model, dlogits, cache), lr=lr)
+        if "after" in (k.get("accuracy"), k.get("loss")):
+            later, _ = training.forward_with_cache(model, src, tgt_in)
+            if k.get("loss") == "after":
+                loss, _ = loss_mod.softmax_cross_entropy(later, targets, pad_id, label_smoothing)
+            if k.get("accuracy") == "after":
+                logits = later
+        accuracy = loss_mod.token_accuracy(logits, targets, None if k.get("accuracy") == "with_pads" else pad_id)
+        return loss, accuracy
+    return train_step
+
+
+def _train_step_model(k, *args):
+    return _one_step(_train_step_knobbed(k))(*args)
+
+
+TRAIN_STEP_PROBES = Probes(_train_step_model, Combos("train_step", [
+    ("pad", [("given", "", ""), ("none", "loss_without_pad_id", "the loss is computed without pad_id: the pad "
+                                                                "positions count as targets, in the loss, its mean "
+                                                                "and its gradient")]),
+    ("accuracy", [("before", "", ""), ("after", "accuracy_after_update", "the accuracy is measured after the update "
+                                                                         "(a second forward pass with the new "
+                                                                         "parameters), not on the logits the loss used"),
+                  ("with_pads", "accuracy_counts_pads", "the accuracy counts the pad positions: it is the fraction of "
+                                                        "real (non-pad) target tokens predicted right")]),
+    ("loss", [("before", "", ""), ("after", "loss_after_update", "the loss is measured after the update (a second "
+                                                                 "forward pass), not the loss the gradient came from")]),
+], "Forward once on shift_right(targets, bos_id); the loss with the model's pad_id (pads ignored); one optimizer "
+   "step; return that loss and the token accuracy of the same logits, pads excluded."))
+
+
 TRAIN_STEP = Exercise("8.4", "train_step", points=3, reference=training.train_step)
 
 
@@ -223,7 +387,7 @@ def check_train_step(train_step=None, *, points=None, hidden=False):
                 warmup_schedule=optim.warmup_schedule)
     cases = train_step_cases()
     catalog = wrapped(CATALOG["train_step"], _one_step)
-    common = dict(catalog=catalog, forbidden=[training.train_step],
+    common = dict(catalog=catalog, forbidden=[training.train_step], probes=TRAIN_STEP_PROBES,
                   names=("loss", "accuracy", "the parameters after the update"))
     ref = _one_step(training.train_step)
     c.check_cases("loss, accuracy and update on an unpadded batch", _one_step(fn), ref, cases["plain"], **common)
@@ -357,6 +521,68 @@ def dropout_cases():
     }
 
 
+def _dropout_knobbed(k):
+    """dropout with knobs: keep ("ge": u >= rate; "lt": u < rate, keeping with probability rate),
+    scale ("inv_keep": 1/(1 - rate); "none"; "inv_rate": 1/rate; "keep": times 1 - rate), off ("x": x
+    itself in eval mode; "scaled": x * (1 - rate) in eval mode; "dropped": dropout applied in eval mode too)."""
+    def dropout(x, rate, rng, training=True):
+        off = k.get("off", "x")
+        if rate == 0 or (not training and off == "x"):
+            return x
+        if not training and off == "scaled":
+            return x * (1.0 - rate)
+        u = rng.random(np.shape(x))
+        keep = u >= rate if k.get("keep", "ge") == "ge" else u < rate
+        scale = {"inv_keep": 1.0 / (1.0 - rate), "none": 1.0, "inv_rate": 1.0 / rate,
+                 "keep": 1.0 - rate}[k.get("scale", "inv_keep")]
+        return np.asarray(x) * keep * scale
+    return dropout
+
+
+_DROPOUT_CHOICES = [
+    ("keep", [("ge", "", ""), ("lt", "keeps_with_probability_rate", "an entry is kept where u < rate, so it survives "
+                                                                    "with probability rate instead of 1 - rate")]),
+    ("scale", [("inv_keep", "", ""), ("none", "no_rescale", "the kept entries are not rescaled by 1 / (1 - rate)"),
+               ("inv_rate", "scaled_by_one_over_rate", "the kept entries are scaled by 1 / rate, not 1 / (1 - rate)"),
+               ("keep", "scaled_by_keep_probability", "the kept entries are multiplied by 1 - rate instead of divided")]),
+    ("off", [("x", "", ""), ("scaled", "scaled_at_evaluation", "in eval mode x is multiplied by 1 - rate: with inverted "
+                                                               "dropout, eval mode returns x itself"),
+             ("dropped", "applied_in_eval_mode", "dropout is applied in eval mode (training=False) too")]),
+]
+_DROPOUT_RIGHT = ("Inverted dropout: u = rng.random(x.shape), keep where u >= rate, x * keep / (1 - rate); x itself "
+                  "with training=False or rate=0.")
+
+
+class _NotFromRng(Property):
+    """Training mode, where the right answer draws from `rng`: the answer drew nothing from it, yet
+    changed x, so its randomness came from elsewhere (np.random's global generator, a new default_rng())."""
+
+    kind = "rng"
+
+    def inspect(self, attempt, probes):
+        got, expected = attempt.got, attempt.expected
+        if not (isinstance(got, tuple) and len(got) == 2 and isinstance(expected, tuple)):
+            return None
+        if int(np.asarray(got[1])) != 0 or int(np.asarray(expected[1])) <= 0:
+            return None
+        x = np.asarray(attempt.args()[0], dtype=np.float64)
+        out = np.asarray(got[0], dtype=np.float64)
+        if out.shape != x.shape or np.array_equal(out, x):
+            return None
+        return self.finding(attempt, "not_from_rng", (
+            "your mask is not drawn from `rng`: your function drew no number from the generator it is given, yet "
+            "changed x, so its randomness comes from elsewhere (np.random's global generator, or a new "
+            "default_rng()). Draw u = rng.random(x.shape) from the `rng` argument: the same seed must give the "
+            "same mask."))
+
+
+def dropout_probes(flipped):
+    """The dropout probes, in the convention the answer uses (see _probe)."""
+    def model(k, x, rate, seed, **kwargs):
+        return _seeded(_dropout_knobbed(k), flipped)(x, rate, seed, **kwargs)
+    return Probes(model, Combos("dropout", _DROPOUT_CHOICES, _DROPOUT_RIGHT), _NotFromRng())
+
+
 DROPOUT = Exercise("8.6", "dropout", points=2, reference=layers.dropout)
 
 
@@ -381,7 +607,7 @@ def check_dropout(dropout=None, *, points=None, hidden=False):
                "the same single draw, so it is accepted, and every case is checked against that convention.")
     ref = _seeded(_dropout_single_draw if flipped else layers.dropout)
     catalog = wrapped(CATALOG["dropout"], lambda impl: _seeded(impl, flipped))
-    common = dict(catalog=catalog, forbidden=forbidden,
+    common = dict(catalog=catalog, forbidden=forbidden, probes=dropout_probes(flipped),
                   names=("output", "how many numbers your function drew from rng (-1: not a whole number of "
                                    "rng.random() draws)"))
     cases = dropout_cases()

@@ -32,6 +32,9 @@ from .core import Case, Checker, compare, rebind, run_student, with_cause
 from .exercises import Exercise
 from .fixtures import BOS, EOS, PAD, generator, random_model, source_batch
 from .ordering import Ordering, Step
+from .probes import Combos, DecodedRows, Finding, Probes, Property, combos
+from ..layers import rms_norm
+from ..loss import log_softmax
 
 
 # -- models the checks decode with ----------------------------------------------------------------------
@@ -171,6 +174,65 @@ def greedy_cases():
     }
 
 
+def greedy_model(k, model, src, bos_id, eos_id, max_len):
+    """greedy_decode (no cache) with knobs: stop ("all": when every row has ended; "never"; "first": when
+    one row ends), pad_after (False: finished rows keep choosing tokens), ban ("both", "none", "pad",
+    "bos": the ids set to -inf), with_bos (True: BOS returned first)."""
+    src = np.asarray(src)
+    single = src.ndim == 1
+    src2 = src[None] if single else src
+    pad = model.config.pad_id
+    banned = {"both": [pad, bos_id], "none": [], "pad": [pad], "bos": [bos_id]}[k.get("ban", "both")]
+    B = src2.shape[0]
+    generated = np.full((B, 0), pad, dtype=np.int64)
+    done = np.zeros(B, dtype=bool)
+    tgt_in = np.full((B, 1), bos_id, dtype=np.int64)
+    H_enc, src_mask = model.encode(src2)
+    stop = k.get("stop", "all")
+    for _ in range(max_len):
+        logits = np.array(model.decode(tgt_in, H_enc, src_mask)[:, -1], dtype=np.float64)
+        logits[:, banned] = -np.inf
+        nxt = np.argmax(logits, axis=-1)
+        if k.get("pad_after", True):
+            nxt = np.where(done, pad, nxt)
+        generated = np.concatenate([generated, nxt[:, None]], axis=1)
+        done |= nxt == eos_id
+        if (stop == "all" and done.all()) or (stop == "first" and done.any()):
+            break
+        tgt_in = np.concatenate([tgt_in, nxt[:, None]], axis=1)
+    if k.get("with_bos"):
+        generated = np.concatenate([np.full((B, 1), bos_id), generated], axis=1)
+    return generated[0] if single else generated
+
+
+GREEDY_CHOICES = [
+    ("stop", [("all", "", ""), ("never", "never_stops", "the loop never stops at EOS: it runs to max_len even when "
+                                                       "every row has ended"),
+              ("first", "stops_at_first_row", "the loop stops as soon as one row produces EOS, while others go on")]),
+    ("pad_after", [(True, "", ""), (False, "writes_after_eos", "a finished row keeps choosing tokens after its EOS "
+                                                               "instead of the pad id")]),
+    ("ban", [("both", "", ""), ("none", "nothing_banned", "BOS and the pad token are not banned (set their logits to -inf)"),
+             ("pad", "bos_not_banned", "BOS is not banned, only the pad token"),
+             ("bos", "pad_not_banned", "the pad token is not banned, only BOS")]),
+    ("with_bos", [(False, "", ""), (True, "bos_returned", "BOS is returned as the first token")]),
+]
+GREEDY_RIGHT = ("At each step: the last position's logits, BOS and pad set to -inf, argmax; a row that has produced EOS "
+                "gets the pad id from then on; stop when every row has ended or after max_len tokens.")
+
+
+def _decoded_ids(attempt, value):
+    return value
+
+
+def _decoding_ids(attempt):
+    model, _, bos, eos, max_len = attempt.case.args[:5]
+    return {"bos": bos, "eos": eos, "pad": model.config.pad_id, "max_len": max_len}
+
+
+GREEDY_PROBES = Probes(greedy_model, Combos("greedy", GREEDY_CHOICES, GREEDY_RIGHT),
+                       DecodedRows(_decoded_ids, _decoding_ids))
+
+
 GREEDY_DECODE = Exercise("9.1", "greedy_decode", points=3, reference=decoding.greedy_decode)
 
 
@@ -180,7 +242,8 @@ def check_greedy_decode(greedy_decode=None, *, points=None, hidden=False):
     c = Checker(GREEDY_DECODE, points, hidden)
     fn = c.find(greedy_decode, "greedy_decode")
     cases = greedy_cases()
-    common = dict(catalog=CATALOG["greedy_decode"], forbidden=[decoding.greedy_decode, decoding.beam_search])
+    common = dict(catalog=CATALOG["greedy_decode"], forbidden=[decoding.greedy_decode, decoding.beam_search],
+                  probes=GREEDY_PROBES)
     c.check_cases("one source sequence", fn, _reference_greedy, cases["one"], **common)
     c.check_cases("stopping at EOS or at max_len", fn, _reference_greedy, cases["stops"], **common)
     c.check_cases("a batch of sources: each row stops at its own EOS, pads after it", fn, _reference_greedy,
@@ -245,6 +308,21 @@ def _fmt_p(x):
     return f"{100 * x:.1f}%"
 
 
+def _one_token(ids, V):
+    return np.count_nonzero(np.bincount(np.asarray(ids).ravel(), minlength=V)) == 1
+
+
+def _greedy_whatever_the_cut(m, tiled, case, V):
+    """A catalog mistake that draws one token every time even with top_k and top_p left out (argmax
+    decoding): under a cut its draws are also those of a cut too tight, so it must not name them."""
+    plain = {k: v for k, v in case.kwargs.items() if k not in ("top_k", "top_p")}
+    value, merr = m.run((tiled,), dict(plain, rng=generator(case.seed)))
+    if merr is not None:
+        return False
+    ids, problem = _as_ids(value, V, (N_DRAWS,))
+    return problem is None and _one_token(ids, V)
+
+
 def _sampling_diagnosis(c, freqs, error, case, catalog):
     """The diagnosis of the first catalog mistake that draws like the student (or fails alike)."""
     V = len(case.logits)
@@ -255,13 +333,128 @@ def _sampling_diagnosis(c, freqs, error, case, catalog):
             if merr is not None and type(merr) is type(error) and str(merr) == str(error):
                 return c.likely_cause(m)
         return ""
+    cut = case.kwargs.get("top_k") is not None or case.kwargs.get("top_p") is not None
     for m in catalog:
         value, merr = m.run((tiled,), dict(case.kwargs, rng=generator(case.seed)))
         if merr is not None:
             continue
         ids, problem = _as_ids(value, V, (N_DRAWS,))
+        if problem is None and cut and _one_token(ids, V) and _greedy_whatever_the_cut(m, tiled, case, V):
+            continue  # greedy draws under a cut: a cut too tight draws that way too, so they say nothing
         if problem is None and _close_two(freqs, _frequencies(ids, V), N_DRAWS):
             return c.likely_cause(m)
+    return ""
+
+
+def _distribution(logits, temperature=1.0, top_k=None, top_p=None, *, temp="divide", k_shift=0, nucleus="before",
+                  order="k_then_p"):
+    """next_token_distribution with knobs: temp ("divide"; "multiply": logits * T; "none": T ignored;
+    "after": the top-k/top-p sets chosen at temperature 1), k_shift (top_k + shift kept), nucleus
+    ("before": a token is kept while the mass before it is < top_p; "inclusive": while the mass up to it
+    is < top_p, so the crossing token is dropped; "le": mass before it <= top_p, one token more on a tie;
+    "none": top_p ignored), order ("k_then_p"; "p_then_k")."""
+    logits = np.asarray(logits, dtype=np.float64)
+    V = logits.shape[-1]
+    if temperature == 0:
+        return np.eye(V)[np.argmax(logits, axis=-1)]
+    z = {"divide": logits / temperature, "multiply": logits * temperature, "none": logits,
+         "after": logits}[temp]
+    chooser = logits if temp == "after" else z
+
+    def top_k_set(allowed):
+        if top_k is None:
+            return allowed
+        kk = min(max(top_k + k_shift, 1), V)
+        masked = np.where(allowed, chooser, -np.inf)
+        kth = np.sort(masked, axis=-1)[..., V - kk][..., None]
+        return allowed & (masked >= kth)
+
+    def top_p_set(allowed):
+        if top_p is None or nucleus == "none":
+            return allowed
+        probs = decoding.softmax(np.where(allowed, chooser, -np.inf), axis=-1)
+        order_ = np.argsort(-probs, axis=-1, kind="stable")
+        sp = np.take_along_axis(probs, order_, axis=-1)
+        cum = np.cumsum(sp, axis=-1)
+        before = cum - sp
+        keep_sorted = {"before": before < top_p, "inclusive": cum < top_p, "le": before <= top_p}[nucleus]
+        keep_sorted[..., 0] = True
+        keep = np.zeros_like(keep_sorted)
+        np.put_along_axis(keep, order_, keep_sorted, axis=-1)
+        return allowed & keep
+
+    allowed = np.ones(logits.shape, dtype=bool)
+    allowed = top_p_set(top_k_set(allowed)) if order == "k_then_p" else top_k_set(top_p_set(allowed))
+    return decoding.softmax(np.where(allowed, z, -np.inf), axis=-1)
+
+
+SAMPLING_CHOICES = [
+    ("temp", [("divide", "", ""),
+              ("multiply", "temperature_multiplies", "the logits are multiplied by the temperature instead of divided "
+                                                     "(softmax(logits / T): T < 1 sharpens, T > 1 flattens)"),
+              ("none", "temperature_ignored", "the temperature has no effect"),
+              ("after", "sets_at_temperature_one", "the top-k / top-p sets are chosen at temperature 1, before "
+                                                   "dividing by T")]),
+    ("k_shift", [(0, "", ""), (-1, "top_k_one_less", "one token fewer than top_k is kept"),
+                 (1, "top_k_one_more", "one token more than top_k is kept")]),
+    ("nucleus", [("before", "", ""),
+                 ("inclusive", "nucleus_drops_crossing_token", "the nucleus stops before the token that takes the mass "
+                                                               "to top_p (that token must stay)"),
+                 ("le", "nucleus_one_more_on_a_tie", "the nucleus keeps a token whose mass before it equals top_p "
+                                                     "(keep while the mass before is < top_p, strictly)"),
+                 ("none", "nucleus_ignored", "top_p has no effect")]),
+    ("order", [("k_then_p", "", ""), ("p_then_k", "top_p_before_top_k", "the nucleus is chosen before top-k")]),
+]
+SAMPLING_RIGHT = ("The distribution is softmax(logits / T), cut to the top_k most probable tokens, then to the smallest "
+                  "set of most probable tokens whose mass reaches top_p, renormalised.")
+
+
+def _unnormalised_cdf(logits, temperature=1.0, top_k=None, top_p=None, *, renormalised="none", leftover="last"):
+    """The draw u = rng.random() looked up in the cumulative sum of probabilities that the cut did not
+    renormalise: the kept probabilities are drawn as they are, and the mass left over (u beyond the last
+    cumulative value) lands on the last token (an index clipped to V - 1, or the last entry of a
+    searchsorted), or on token 0 (np.argmax(cdf > u) when no entry is above u). renormalised: "none" (the
+    probabilities of the full softmax, cut), "top_k" (renormalised after top-k, the nucleus not)."""
+    p = decoding.next_token_distribution(logits, temperature, top_k, top_p)
+    kept = p > 0
+    z = np.asarray(logits, dtype=np.float64) / temperature
+    base = decoding.softmax(z, axis=-1)
+    if renormalised == "top_k":
+        if top_k is None or top_p is None:
+            raise LookupError("nothing to renormalise between the cuts")
+        base = decoding.next_token_distribution(logits, temperature, top_k, None)
+    q = np.where(kept, base, 0.0)
+    rest = 1.0 - q.sum(axis=-1)
+    q[..., -1 if leftover == "last" else 0] += rest
+    return q
+
+
+UNNORMALISED_CDF = [
+    (f"unnormalised_cdf:{renorm}:{where}", dict(renormalised=renorm, leftover=where),
+     "the draw is read from the cumulative sum of the kept probabilities without renormalising them"
+     + (" after top-p" if renorm == "top_k" else "") + ": that sum ends below 1, so whenever u = rng.random() is "
+     "above it the draw falls past the kept tokens (here onto token " + ("V - 1" if where == "last" else "0")
+     + "). Renormalise the kept probabilities (divide by their sum, or set the dropped logits to -inf and take the "
+     "softmax again) before the cumulative sum.")
+    for renorm in ("none", "top_k") for where in ("last", "first")]
+
+
+def _sampling_probe(c, freqs, case):
+    """A kind of slip whose distribution the draws fit (when no catalog entry does), as a likely cause."""
+    p = decoding.next_token_distribution(case.logits, **case.kwargs)
+    for key, knobs, diagnosis in [o for o in combos(SAMPLING_CHOICES, SAMPLING_RIGHT) if o[0].count("+") < 2] \
+            + UNNORMALISED_CDF:
+        try:
+            if key.startswith("unnormalised_cdf"):
+                q = _unnormalised_cdf(case.logits, **case.kwargs, **knobs)
+            else:
+                q = _distribution(case.logits, **case.kwargs, **knobs)
+        except Exception:
+            continue
+        if np.allclose(q, p, atol=1e-3):
+            continue  # not a slip on this case
+        if np.all((freqs == 0) | (q > 0)) and _close(freqs, q, N_DRAWS):
+            return c.likely_cause(Finding(c.name, f"probe:sampling:{key}", diagnosis))
     return ""
 
 
@@ -313,7 +506,7 @@ def _check_sampling(c, label, fn, cases, catalog, forbidden):
             problem = (f"token {worst} was drawn {_fmt_p(freqs[worst])} of the time; its probability is "
                        f"{_fmt_p(p[worst])} (expected frequencies {[_fmt_p(x) for x in p]})")
         if problem:
-            diagnosis = _sampling_diagnosis(c, freqs, None, case, catalog)
+            diagnosis = _sampling_diagnosis(c, freqs, None, case, catalog) or _sampling_probe(c, freqs, case)
             return c.part(label, False, with_cause(f"{where} {problem}", diagnosis), cases=cases, failed=case)
     return c.part(label, True, cases=cases)
 
@@ -453,6 +646,81 @@ def beam_cases():
     }
 
 
+def beam_model(k, model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
+    """beam_search with knobs: length ("with_eos": len counts EOS; "without_eos"; "with_bos": one more),
+    alpha_used ("given"; "one": alpha ignored, 1.0 used; "none": no normalisation at all), finish
+    ("rank": an EOS finishes a hypothesis only among the beam_width best candidates; "any": whatever
+    its rank), ban ("both", "none")."""
+    src = np.asarray(src)
+    banned = [model.config.pad_id, bos_id] if k.get("ban", "both") == "both" else []
+    live, finished = [((), 0.0)], []
+    H_enc, src_mask = model.encode(src[None])
+    for _ in range(max_len):
+        tgt_in = np.array([(bos_id,) + toks for toks, _ in live])
+        n = len(live)
+        logits = np.array(model.decode(tgt_in, np.broadcast_to(H_enc, (n,) + H_enc.shape[1:]), src_mask)[:, -1],
+                          dtype=np.float64)
+        logits[:, banned] = -np.inf
+        logp = log_softmax(logits, axis=-1)
+        total = np.array([sc for _, sc in live])[:, None] + logp
+        flat = np.argsort(-total, axis=None, kind="stable")
+        new_live, ended = [], 0
+        slots = k.get("slots", "live")
+        width = beam_width - len(finished) if slots == "shrink" else beam_width
+        for rank, idx in enumerate(flat):
+            b, tok = divmod(int(idx), logp.shape[1])
+            if not np.isfinite(total[b, tok]):
+                break
+            toks = live[b][0] + (tok,)
+            if tok == eos_id:
+                if rank < beam_width or k.get("finish", "rank") == "any":
+                    finished.append((toks, float(total[b, tok])))
+                    ended += 1
+            else:
+                new_live.append((toks, float(total[b, tok])))
+            if len(new_live) + (ended if slots == "step" else 0) >= width:
+                break
+        live = new_live
+        if len(finished) >= beam_width or not live:
+            break
+    a = {"given": alpha, "one": 1.0, "none": 0.0}[k.get("alpha_used", "given")]
+
+    def normalised(hyp):
+        toks, sc = hyp
+        length = len(toks) + {"with_eos": 0, "with_bos": 1}.get(k.get("length", "with_eos"), 0)
+        if k.get("length") == "without_eos" and toks and toks[-1] == eos_id:
+            length -= 1
+        return sc / max(length, 1) ** a
+
+    results = sorted(finished, key=normalised, reverse=True)[:beam_width]
+    if len(results) < beam_width:
+        results += sorted(live, key=normalised, reverse=True)[: beam_width - len(results)]
+    return [(np.array(toks, dtype=np.int64), normalised((toks, sc))) for toks, sc in results]
+
+
+BEAM_PROBES = Probes(beam_model, Combos("beam", [
+    ("length", [("with_eos", "", ""), ("without_eos", "length_without_eos", "the length that normalises the score leaves "
+                                                                          "EOS out: len(y) counts every generated token, EOS included"),
+                ("with_bos", "length_with_bos", "the length that normalises the score counts BOS too: len(y) counts the "
+                                                "generated tokens only (EOS included, BOS not)")]),
+    ("alpha_used", [("given", "", ""), ("one", "alpha_ignored", "alpha is ignored: the score is divided by len(y), not "
+                                                               "len(y)^alpha"),
+                    ("none", "no_length_normalisation", "the scores are not length-normalised: divide the sum of "
+                                                        "log-probabilities by len(y)^alpha")]),
+    ("finish", [("rank", "", ""), ("any", "eos_at_any_rank", "a hypothesis ending in EOS is kept as finished whatever "
+                                                             "its rank: only EOS among the beam_width best candidates "
+                                                             "finishes one")]),
+    ("ban", [("both", "", ""), ("none", "nothing_banned", "BOS and the pad token are not banned")]),
+    ("slots", [("live", "", ""), ("step", "finished_take_a_slot", "a hypothesis that finishes (EOS) takes one of "
+                                                                  "the beam_width places of that step, so fewer live "
+                                                                  "hypotheses go on: keep beam_width live (non-EOS) "
+                                                                  "candidates, the finished ones set aside"),
+               ("shrink", "beam_shrinks", "the beam shrinks by one for every finished hypothesis (beam_width minus "
+                                          "the number finished): keep beam_width live (non-EOS) candidates at every "
+                                          "step, the finished ones set aside")]),
+], "score(y) = (sum of log p(y_t)) / len(y)^alpha with len(y) counting EOS; finished hypotheses first, best first."))
+
+
 BEAM_SEARCH = Exercise("9.3", "beam_search", points=3, reference=decoding.beam_search)
 
 
@@ -465,8 +733,9 @@ def check_beam_search(beam_search=None, *, points=None, hidden=False):
     catalog = CATALOG["beam_search"]
     forbidden = [decoding.beam_search, decoding.greedy_decode]
     ref = decoding.beam_search
-    best = dict(catalog=catalog, forbidden=forbidden, postprocess=_best, names=("best tokens", "best score"))
-    every = dict(catalog=catalog, forbidden=forbidden, postprocess=_every,
+    best = dict(catalog=catalog, forbidden=forbidden, postprocess=_best, names=("best tokens", "best score"),
+                probes=BEAM_PROBES)
+    every = dict(catalog=catalog, forbidden=forbidden, postprocess=_every, probes=BEAM_PROBES,
                  names=("the hypotheses, best first (one row each, -1 after the end)", "their scores"))
     c.check_cases("the worked example of section 9.4, traced by hand", fn, ref, cases["worked"], **every)
     c.check_cases("beam_width=1: the best hypothesis is the greedy output", fn, ref, cases["width1"], **best)
@@ -511,6 +780,84 @@ def decode_step_cases():
     }
 
 
+def _decode_step_knobbed(k):
+    """decode_step with knobs: position ("length", "zero", "ahead": length + 1), cache ("extend";
+    "own": attends only to the new row, though it is appended), cross_norm (False: the cross-attention
+    query not normalised), cross_mask (False: src_mask not passed), final_norm (False), advance (False:
+    cache.length not advanced)."""
+    def step(model, tokens, cache):
+        offset = {"length": cache.length, "zero": 0, "ahead": cache.length + 1}[k.get("position", "length")]
+        x = model.embed(np.asarray(tokens)[..., None], offset=offset)
+        for i, block in enumerate(model.decoder):
+            normed = rms_norm(x, block.norm1_gamma, block.eps)
+            self_norm = k.get("self_norm", "both")
+            K_new, V_new = block.self_attn.project_kv(normed if self_norm == "both" else x)
+            K, V = cache.append(i, K_new, V_new)
+            if k.get("cache", "extend") == "own":
+                K, V = K_new, V_new
+            out, _ = block.self_attn.attend(x if self_norm == "none" else normed, K, V)
+            x = x + out
+            q = rms_norm(x, block.norm2_gamma, block.eps) if k.get("cross_norm", True) else x
+            out, _ = block.cross_attn.attend(q, cache.cross_k[i], cache.cross_v[i],
+                                             cache.src_mask if k.get("cross_mask", True) else None)
+            x = x + out
+            x = x + block.ffn(rms_norm(x, block.norm3_gamma, block.eps))
+        if k.get("advance", True):
+            cache.length += 1
+        h = rms_norm(x, model.decoder_norm_gamma, model.config.eps) if k.get("final_norm", True) else x
+        return (h @ model.embedding.T)[..., 0, :]
+    return step
+
+
+class _CacheNotExtended(Property):
+    """The rows of the self-attention cache after each step (the second output of _steps) must grow by one
+    per step (1, 2, 3, ...): rows that stay put (or a cache never written, -1) mean the new keys and values
+    were not stored in it, whatever the step attended to."""
+
+    kind = "cache"
+
+    def inspect(self, attempt, probes):
+        got, expected = attempt.got, attempt.expected
+        if not (isinstance(got, tuple) and len(got) == 3 and isinstance(expected, tuple)):
+            return None
+        rows, right = np.asarray(got[1]).ravel(), np.asarray(expected[1]).ravel()
+        if rows.shape != right.shape or rows.size < 2 or np.array_equal(rows, right):
+            return None
+        if not np.all(np.diff(right) == 1) or np.all(np.diff(rows) >= 1):
+            return None
+        return self.finding(attempt, "not_extended", (
+            "the self-attention cache is not extended: after each step cache.self_k[i] (and self_v[i]) must hold "
+            "one more row, the new token's keys and values, so that the next step attends to every token so far. "
+            "Store the concatenation back in the cache (K, V = cache.append(i, K_new, V_new)), not in a local "
+            "variable only."), f"rows in the cache after each step: {rows.tolist()} (expected {right.tolist()}).")
+
+
+def _decode_step_model(k, *args):
+    return _steps(_decode_step_knobbed(k))(*args)
+
+
+DECODE_STEP_PROBES = Probes(_decode_step_model, Combos("decode_step", [
+    ("position", [("length", "", ""), ("zero", "position_zero", "the new token is embedded at position 0 every step, not "
+                                                                "at position cache.length"),
+                  ("ahead", "position_ahead", "the new token is embedded one position ahead (cache.length + 1)")]),
+    ("self_norm", [("both", "", ""),
+                   ("kv_raw", "kv_from_unnormalised", "the new keys and values are projected from x, not from "
+                                                      "rms_norm(x, norm1_gamma): the query and the cached keys and "
+                                                      "values all come from the normalised x"),
+                   ("none", "self_attention_unnormalised", "self-attention reads x itself: norm1_gamma's RMSNorm is "
+                                                           "missing before it (query, keys and values)")]),
+    ("cache", [("extend", "", ""), ("own", "attends_to_itself_only", "self-attention reads only the new token's own key "
+                                                                     "and value, not the whole cache")]),
+    ("cross_norm", [(True, "", ""), (False, "cross_query_not_normalised", "the cross-attention query is not normalised "
+                                                                          "(norm2_gamma)")]),
+    ("cross_mask", [(True, "", ""), (False, "source_padding_visible", "cross-attention gets no src_mask, so the source pads "
+                                                                     "are visible")]),
+    ("final_norm", [(True, "", ""), (False, "no_final_norm", "the final RMSNorm (decoder_norm_gamma) is missing")]),
+    ("advance", [(True, "", ""), (False, "length_not_advanced", "cache.length is not advanced after the step")]),
+], "One step: embed at position cache.length, in each block append the new K, V row and attend over the whole cache, "
+   "cross-attend with src_mask; final norm, head; then cache.length += 1."), _CacheNotExtended())
+
+
 DECODE_STEP = Exercise("9.4", "decode_step", points=3, reference=decoding.decode_step)
 
 
@@ -521,7 +868,7 @@ def check_decode_step(decode_step=None, *, points=None, hidden=False):
     fn = c.find(decode_step, "decode_step")
     cases = decode_step_cases()
     catalog = wrapped(CATALOG["decode_step"], _steps)
-    common = dict(catalog=catalog, forbidden=[decoding.decode_step, decoding.greedy_decode],
+    common = dict(catalog=catalog, forbidden=[decoding.decode_step, decoding.greedy_decode], probes=DECODE_STEP_PROBES,
                   names=("the logits of every step, stacked (..., steps, V)",
                          "rows in the self-attention cache after each step", "cache.length at the end"))
     ref = _steps(decoding.decode_step)
@@ -609,7 +956,7 @@ def check_cached_greedy_decode(cached_greedy_decode=None, *, points=None, hidden
     fn = c.find(cached_greedy_decode, "cached_greedy_decode")
     fn = rebind(fn, decode_step=decoding.decode_step, KVCache=decoding.KVCache)
     cases = cached_cases()
-    common = dict(catalog=CATALOG["cached_greedy_decode"], forbidden=[decoding.greedy_decode])
+    common = dict(catalog=CATALOG["cached_greedy_decode"], forbidden=[decoding.greedy_decode], probes=GREEDY_PROBES)
     c.check_cases("one source: the same tokens as greedy decoding", fn, _reference_cached, cases["one"], **common)
     c.check_cases("a batch: the same tokens as greedy decoding", fn, _reference_cached, cases["batch"], **common)
     if not c.stopped:

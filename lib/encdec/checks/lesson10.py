@@ -38,10 +38,11 @@ from ..mistakes import CATALOG
 from ..mistakes import lesson10 as _register  # noqa: F401  (fills the catalog)
 from ..model import ModelConfig, Seq2Seq, shift_right
 from .catalog import wrapped
-from .core import RTOL, RTOL32, Case, Checker, compare, run_student, with_cause
+from .core import RTOL, RTOL32, Attempt, Case, Checker, compare, run_student, with_cause
 from .exercises import Exercise, Later
 from .fixtures import BOS, EOS, PAD, generator, random_model, randomize, source_batch
 from .ordering import Ordering, Step
+from .probes import Combos, DecodedRows, Finding, Probes, TorchShapeError, find_slip
 from .record import collected
 
 
@@ -353,8 +354,10 @@ def _check_parts(c, fn, parts, catalog):
     """Parts decided by observe(fn, *args) -> (summary, problem message or '', outcome or None).
 
     Stops the exercise on delegation or a missing implementation; a part with a problem is recorded
-    with the diagnosis of the first catalog mistake that behaves the same way."""
-    for label, observe, args_list in parts:
+    with the diagnosis of the first catalog mistake that behaves the same way, else of the part's own
+    probe, when the part has one: a fourth item, probe(summary) -> Finding or None (a kind of slip read
+    from the student's summary)."""
+    for label, observe, args_list, *probe in parts:
         if c.stopped:
             break
         for args in args_list:
@@ -366,11 +369,20 @@ def _check_parts(c, fn, parts, catalog):
                     c.part(label, False, c.stopped)
                     break
             if summary[0] == "error":
-                diagnosis = c.likely_cause(_diagnose_part(observe, summary, catalog, *args))
+                found = _diagnose_part(observe, summary, catalog, *args)
+                if found is None and outcome is not None and outcome.error is not None:
+                    found = _error_cause(c, Case(label, tuple(args)), outcome.error)
+                diagnosis = c.likely_cause(found)
                 c.part(label, False, with_cause(c._explain_error(outcome), diagnosis))
                 break
             if problem:
-                diagnosis = c.likely_cause(_diagnose_part(observe, summary, catalog, *args))
+                found = _diagnose_part(observe, summary, catalog, *args)
+                if found is None and probe:
+                    try:
+                        found = probe[0](summary)
+                    except Exception:  # a probe is an extra: the check stands without it
+                        found = None
+                diagnosis = c.likely_cause(found)
                 c.part(label, False, with_cause(problem, diagnosis))
                 break
         else:
@@ -401,10 +413,11 @@ def _observe_values(fn, seed, sizes):
     if outcome.error is not None:
         return ("error", type(outcome.error).__name__, str(outcome.error)), None, outcome
     got = {name: p.detach().numpy() for name, p in twin.named_parameters()}
+    rounded = _rounded_through(got, np_model.parameters())
     for name, value in np_model.parameters().items():
         problem = compare(got[name], value)
         if problem:
-            return ("values", tuple(got[k] for k in sorted(got))), f"parameter `{name}`: {problem}", outcome
+            return ("values", tuple(got[k] for k in sorted(got)), rounded), f"parameter `{name}`: {problem}", outcome
     if outcome.value is not twin:
         return ("returned", type(outcome.value).__name__), (
             "return the module itself, so that `model = load_numpy_parameters(model, params)` works "
@@ -416,8 +429,33 @@ def _observe_values(fn, seed, sizes):
     with R.torch.no_grad():
         diff = np.max(np.abs(twin(R.torch.from_numpy(src), R.torch.from_numpy(tgt_in)).numpy() - np_model(src, tgt_in)))
     if diff > 1e-10:
-        return ("forward", float(diff)), f"the loaded model's logits differ from NumPy's by {diff:.2e}", outcome
+        return ("forward", float(diff), rounded), f"the loaded model's logits differ from NumPy's by {diff:.2e}", outcome
     return ("ok",), "", outcome
+
+
+def _rounded_through(got, params):
+    """"float32" (or "float16") when every loaded float64 parameter is exactly its NumPy array rounded to that
+    precision, and some differ from the array itself: the values made a round trip through a lower precision
+    on the way in. None otherwise."""
+    if set(got) != set(params) or all(np.array_equal(got[k], v) for k, v in params.items()):
+        return None
+    for dtype in ("float32", "float16"):
+        if all(np.shape(got[k]) == np.shape(v) and np.array_equal(got[k], np.asarray(v).astype(dtype).astype(np.float64))
+               for k, v in params.items()):
+            return dtype
+    return None
+
+
+def _precision_probe(summary):
+    """Part 1's probe: the float64 model holds the NumPy values rounded to a lower precision."""
+    if summary[0] in ("values", "forward", "in place") and summary[-1]:
+        dtype = summary[-1]
+        return Finding("load_numpy_parameters", f"probe:precision:through_{dtype}", (
+            f"the values went through {dtype} on the way in: every parameter holds its NumPy array rounded to "
+            f"{dtype}, though the model keeps more digits. Convert each array to the parameter's own dtype, not to a fixed one "
+            "(torch.from_numpy(value) keeps float64; p.copy_(...) then casts to p's dtype; torch.tensor(value, "
+            f"dtype=torch.{dtype}) or .float() loses the digits a float64 model keeps)."))
+    return None
 
 
 def _observe_in_place(fn, seed, sizes):
@@ -436,11 +474,13 @@ def _observe_in_place(fn, seed, sizes):
     dtype = all(p.dtype == R.torch.float32 for p in after.values())
     grad = all(p.requires_grad for p in after.values())
     values = all(np.array_equal(after[k].detach().numpy(), v.astype(np.float32)) for k, v in params.items())
+    half = not values and all(np.array_equal(after[k].detach().float().numpy(), v.astype(np.float16).astype(np.float32))
+                              for k, v in params.items())
     for v in params.values():
         v += 1.0  # change the NumPy arrays: the module must not see it
     independent = all(np.array_equal(after[k].detach().float().numpy(), (v - 1.0).astype(np.float32))
                       for k, v in params.items())
-    summary = ("in place", same, dtype, grad, values, independent)
+    summary = ("in place", same, dtype, grad, values, independent, "float16" if half else None)
     if not dtype:
         return summary, "the float32 model's parameters are no longer float32 after your copy", outcome
     if not same:
@@ -493,9 +533,9 @@ def check_load_numpy_parameters(load_numpy_parameters=None, *, points=None, hidd
     sizes = [(13, 8, 2, 12, 1, 2)] + ([(9, 12, 3, 20, 2, 1)] if hidden else [])
     args = [(seed, size) for seed, size in enumerate(sizes)]
     parts = [("every array lands in the parameter of the same name (float64 model, logits equal NumPy's)",
-              _observe_values, args),
+              _observe_values, args, _precision_probe),
              ("in place: dtype, Parameter objects and requires_grad kept (float32 model, an optimizer made before)",
-              _observe_in_place, args),
+              _observe_in_place, args, _precision_probe),
              ("a dict that does not fit the model is refused with a ValueError", _observe_refusals, args)]
     if fn is not None:
         _check_parts(c, fn, parts, CATALOG["load_numpy_parameters"])
@@ -521,6 +561,45 @@ def _as_float(fn):
     return run
 
 
+def _lr_model(k, step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
+    """lr_at with knobs: warm_shift (step + shift in the warm-up), decay_shift (step + shift in the decay's
+    progress), span ("decay": progress over total_steps - warmup_steps; "total": over total_steps), half
+    (False: cos alone, without 0.5 (1 + ...)), floor (False: min_lr ignored), clamp (False: no clamp after
+    total_steps)."""
+    if step <= warmup_steps:
+        return float(peak_lr * (step + k.get("warm_shift", 0)) / warmup_steps)
+    span = total_steps - warmup_steps if k.get("span", "decay") == "decay" else total_steps
+    progress = (step + k.get("decay_shift", 0) - warmup_steps) / max(span, 1)
+    if k.get("clamp", True):
+        progress = min(progress, 1.0)
+    low = min_lr if k.get("floor", True) else 0.0
+    wave = 0.5 * (1.0 + math.cos(math.pi * progress)) if k.get("half", True) else math.cos(math.pi * progress)
+    return float(low + (peak_lr - low) * wave)
+
+
+LR_PROBES = Probes(_lr_model, Combos("lr", [
+    ("warm_shift", [(0, "", ""), (1, "warmup_one_step_early", "the warm-up runs one step early (step + 1)"),
+                    (-1, "warmup_one_step_late", "the warm-up runs one step late (step - 1): step 1 gets a rate of 0")]),
+    ("decay_shift", [(0, "", ""), (-1, "decay_one_step_late", "the decay's progress counts one step late "
+                                                              "(step - 1 - warmup_steps)"),
+                     (1, "decay_one_step_early", "the decay's progress counts one step early (step + 1 - warmup_steps)")]),
+    ("span", [("decay", "", ""), ("total", "progress_over_total", "the progress is divided by total_steps, not by the "
+                                                                  "length of the decay, total_steps - warmup_steps")]),
+    ("half", [(True, "", ""), (False, "cosine_without_half", "the decay uses cos(pi progress) alone, not "
+                                                             "0.5 (1 + cos(pi progress))")]),
+    ("floor", [(True, "", ""), (False, "min_lr_ignored", "min_lr is ignored: the decay goes to 0")]),
+    ("clamp", [(True, "", ""), (False, "no_clamp", "after total_steps the cosine goes on instead of staying at min_lr")]),
+], "lr = peak_lr step / warmup_steps for step <= warmup_steps; then min_lr + 0.5 (peak_lr - min_lr) (1 + cos(pi p)) with "
+   "p = min((step - warmup_steps) / (total_steps - warmup_steps), 1)."))
+
+
+def _lr_curve_model(k, *args):
+    return _curve(lambda *a: _lr_model(k, *a))(*args)
+
+
+LR_CURVE_PROBES = Probes(_lr_curve_model, *LR_PROBES.probes)
+
+
 LR_AT = Exercise("10.2", "lr_at", points=2, reference=Later(lambda: references().lr_at))
 
 
@@ -535,7 +614,7 @@ def check_lr_at(lr_at=None, *, points=None, hidden=False):
     forbidden = [optim.warmup_cosine_schedule, R.capstone.learning_rate, R.lr_at]
     catalog = CATALOG["lr_at"]
     common = dict(catalog=wrapped(catalog, _as_float),
-                  forbidden=forbidden)
+                  forbidden=forbidden, probes=LR_PROBES)
     student = _as_float(fn) if fn is not None else None
     c.check_cases("the warm-up (peak_lr 1e-3, 10 warm-up steps of 100, min_lr 1e-5)", student, R.lr_at, [
         Case("step 1: the first step already learns, peak_lr / 10", (1, 1e-3, 10, 100, 1e-5)),
@@ -550,7 +629,7 @@ def check_lr_at(lr_at=None, *, points=None, hidden=False):
     c.check_cases("after total_steps the rate stays at min_lr", student, R.lr_at, [
         Case("step 130 of 100", (130, 1e-3, 10, 100, 1e-5)),
         Case("step 250 of 100", (250, 1e-3, 10, 100, 1e-5), hidden=True)], **common)
-    curve = dict(common, catalog=wrapped(catalog, _curve))
+    curve = dict(common, catalog=wrapped(catalog, _curve), probes=LR_CURVE_PROBES)
     c.check_cases("the capstone's whole schedule", _curve(fn) if fn is not None else None, _curve(R.lr_at), [
         Case("steps 1 to 800 (index i is step i + 1): peak 2e-3, 100 warm-up steps, min_lr 4e-5",
              CAPSTONE_SCHEDULE)], **curve)
@@ -871,6 +950,7 @@ def _check_runs(c, label, student, cases, catalog, forbidden, select=range(6)):
                 if error is not None and type(error) is type(outcome.error) and str(error) == str(outcome.error):
                     found = m
                     break
+            found = found or _error_cause(c, case, outcome.error)
             message = f"[{case.label}] {c._explain_error(outcome)}"
             return c.part(label, False, with_cause(message, c.likely_cause(found)), cases=cases, failed=case)
         problem = _compare_steps(outcome.value, expected, case.float32, select)
@@ -1051,6 +1131,21 @@ def _observe_modes(fn, hidden, what):
     return ("ok",), "", outcome
 
 
+def _per_token_probe(summary):
+    """Parts 1 and 2's probe: one row alone scores a fraction strictly between 0 and 1. A sequence is one
+    answer (1 or 0), so the score counts something smaller than a sequence: tokens."""
+    if summary[0] != "rows":
+        return None
+    rows = np.asarray(summary[2], dtype=np.float64)
+    partial = rows[np.isfinite(rows) & (rows > 1e-9) & (rows < 1 - 1e-9)]
+    if partial.size == 0:
+        return None
+    return Finding("exact_match", "probe:score:per_token", (
+        f"a single sequence scored alone gives {partial[0]:.4g}, a fraction: your score counts tokens (token accuracy, "
+        "the share of positions predicted right), not sequences. Exact match scores each sequence 1 when every one "
+        "of its tokens up to and including <eos> is right, else 0, and returns the fraction of sequences that score 1."))
+
+
 EXACT_MATCH = Exercise("10.5", "exact_match", points=2, reference=Later(lambda: references().exact_match))
 
 
@@ -1062,8 +1157,9 @@ def check_exact_match(exact_match=None, *, points=None, hidden=False):
     c = TorchChecker(EXACT_MATCH, points, hidden)
     fn = c.find(exact_match, "exact_match")
     scenarios = exact_match_scenarios(hidden)
-    parts = [(f"which rows count: {scenarios[0][0]}", _observe_rows, [(0, hidden)] + ([(2, hidden)] if hidden else [])),
-             (f"which rows count: {scenarios[1][0]}", _observe_rows, [(1, hidden)]),
+    parts = [(f"which rows count: {scenarios[0][0]}", _observe_rows, [(0, hidden)] + ([(2, hidden)] if hidden else []),
+              _per_token_probe),
+             (f"which rows count: {scenarios[1][0]}", _observe_rows, [(1, hidden)], _per_token_probe),
              ("model.eval() and torch.no_grad() while evaluating", _observe_modes, [(hidden, "during")]),
              ("the model's mode restored afterwards (a model in training mode, then one in eval mode)",
               _observe_modes, [(hidden, "after")])]
@@ -1208,6 +1304,42 @@ def _observe_cache(fn, what):
     return ("ok",), "", outcome
 
 
+def _decoded_model(k, model_name, sources, max_len, dtype="float64"):
+    """Greedy decoding with knobs (encdec.checks.lesson09.greedy_model) on the NumPy twin of the case's model."""
+    from .lesson09 import greedy_model
+    if model_name == "dates":
+        np_model, _, src, max_len = _decode_inputs(model_name, sources, max_len)
+    else:  # no torch twin needed: the NumPy model and the source batch alone
+        np_model = decode_models()[model_name]
+        src = source_batch(*sources, np_model.config.vocab_size)
+    return greedy_model(k, np_model, src, BOS, EOS, max_len)
+
+
+def _decoded_ids(attempt, value):
+    return _to_numpy(value)
+
+
+def _decoded_special(attempt):
+    model_name, sources, max_len = attempt.case.args[:3]
+    pad = _dates_model().config.pad_id if model_name == "dates" else decode_models()[model_name].config.pad_id
+    return {"bos": BOS, "eos": EOS, "pad": pad, "max_len": max_len}
+
+
+def _decode_cached_probes():
+    from .lesson09 import GREEDY_CHOICES, GREEDY_RIGHT
+    # the rules of the output first (no decoding needed), then single slips only: each variant decodes again
+    return Probes(_decoded_model, DecodedRows(_decoded_ids, _decoded_special),
+                  Combos("greedy", GREEDY_CHOICES, GREEDY_RIGHT, most=1), TorchShapeError())
+
+
+TORCH_ERRORS = Probes(None, TorchShapeError())
+
+
+def _error_cause(c, case, error):
+    """A shape error's tensors and step (TorchShapeError, or NumPy's ShapeError), as a Finding, or None."""
+    return find_slip(TORCH_ERRORS, Attempt(c.name, case, error=error))
+
+
 GREEDY_DECODE_CACHED = Exercise("10.6", "greedy_decode_cached", points=4,
                                 reference=Later(lambda: references().greedy_decode_cached))
 
@@ -1223,7 +1355,7 @@ def check_greedy_decode_cached(greedy_decode_cached=None, *, points=None, hidden
     mistakes = CATALOG["greedy_decode_cached"]
     cases = decode_cases()
     common = dict(catalog=wrapped(mistakes, _decoded),
-                  forbidden=_decode_forbidden(), postprocess=_to_numpy)
+                  forbidden=_decode_forbidden(), postprocess=_to_numpy, probes=_decode_cached_probes())
     student = _decoded(fn) if fn is not None else None
     c.check_cases("a batch: the same tokens as greedy decoding without a cache (float64)", student,
                   _reference_decoded, cases["batch"], **common)

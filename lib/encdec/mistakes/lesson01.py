@@ -59,6 +59,23 @@ def softmax(x, axis=-1):  # noqa: F811
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+@mistake("softmax", "min_shift",
+         "the minimum is subtracted instead of the maximum. Subtracting any constant leaves the softmax "
+         "unchanged, but only the maximum keeps every exponent at most 0: after x - min, exp() of large "
+         "logits overflows to inf and inf / inf is nan.")
+def softmax(x, axis=-1):  # noqa: F811
+    e = np.exp(x - np.min(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+@mistake("softmax", "divided_by_max",
+         "the exponentials are divided by their maximum instead of their sum, so the largest entry of each "
+         "row becomes 1 and the row sums to more than 1. Divide by np.sum(e, axis=axis, keepdims=True).")
+def softmax(x, axis=-1):  # noqa: F811
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.max(e, axis=axis, keepdims=True)
+
+
 # -- Exercise 1.2 scaled dot-product attention ---------------------------------------------------------
 @mistake("scaled_dot_product_attention", "no_scale",
          "the scores are not divided by sqrt(d_k). The spread (standard deviation) of dot products of "
@@ -153,6 +170,28 @@ def scaled_dot_product_attention(Q, K, V, mask=None):  # noqa: F811
     return weights @ V, weights
 
 
+@mistake("scaled_dot_product_attention", "scale_by_num_keys",
+         "the scores are divided by sqrt(n), the number of keys (K.shape[-2]), instead of sqrt(d_k), the "
+         "width of a query and a key (Q.shape[-1]).")
+def scaled_dot_product_attention(Q, K, V, mask=None):  # noqa: F811
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-2])
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax_(scores, axis=-1)
+    return weights @ V, weights
+
+
+@mistake("scaled_dot_product_attention", "mask_subtracted",
+         "the mask is subtracted from the scores. Hidden keys hold -inf, so scores - mask gives them +inf: "
+         "all the weight, or nan. Add the mask: scores + mask.")
+def scaled_dot_product_attention(Q, K, V, mask=None):  # noqa: F811
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores - mask
+    weights = softmax_(scores, axis=-1)
+    return weights @ V, weights
+
+
 # -- Exercise 1.3 sinusoidal positions ------------------------------------------------------------------
 def _angles(n, d, pairs):
     pos = np.arange(n)[:, None]
@@ -204,6 +243,28 @@ def sinusoidal_positions(n, d):  # noqa: F811
 def sinusoidal_positions(n, d):  # noqa: F811
     pos = np.arange(n)[:, None]
     angles = pos * np.power(10000.0, np.arange(0, d, 2) / d)
+    pe = np.zeros((n, d))
+    pe[:, 0::2] = np.sin(angles)
+    pe[:, 1::2] = np.cos(angles)[:, : d // 2]
+    return pe
+
+
+@mistake("sinusoidal_positions", "base_1000",
+         "the base is 1000 instead of 10000: the angle is pos / 10000^(2i/d). The base sets the longest "
+         "wavelength, and so how many positions stay distinguishable.")
+def sinusoidal_positions(n, d):  # noqa: F811
+    angles = np.arange(n)[:, None] / np.power(1000.0, np.arange(0, d, 2) / d)
+    pe = np.zeros((n, d))
+    pe[:, 0::2] = np.sin(angles)
+    pe[:, 1::2] = np.cos(angles)[:, : d // 2]
+    return pe
+
+
+@mistake("sinusoidal_positions", "exponent_over_d_minus_1",
+         "the exponent is 2i/(d-1) instead of 2i/d. The frequency of the pair of columns (2i, 2i+1) is "
+         "1/10000^(2i/d), with d itself in the denominator.")
+def sinusoidal_positions(n, d):  # noqa: F811
+    angles = np.arange(n)[:, None] / np.power(10000.0, np.arange(0, d, 2) / max(d - 1, 1))
     pe = np.zeros((n, d))
     pe[:, 0::2] = np.sin(angles)
     pe[:, 1::2] = np.cos(angles)[:, : d // 2]

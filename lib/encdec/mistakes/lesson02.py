@@ -85,6 +85,20 @@ def rms_norm(x, gamma, eps=1e-6):  # noqa: F811
     return x / np.sqrt(np.var(x, axis=-1, keepdims=True) + eps) * gamma
 
 
+@mistake("rms_norm", "mean_abs",
+         "x is divided by the mean of |x| instead of the root mean square sqrt(mean(x^2) + eps). RMSNorm "
+         "squares first, averages, then takes the square root.")
+def rms_norm(x, gamma, eps=1e-6):  # noqa: F811
+    return x / (np.mean(np.abs(x), axis=-1, keepdims=True) + eps) * gamma
+
+
+@mistake("rms_norm", "sum_not_mean",
+         "the squares are summed instead of averaged, so x is divided by its length sqrt(sum(x^2)), which "
+         "grows with d_model. RMSNorm takes the mean: np.mean(x**2, axis=-1, keepdims=True).")
+def rms_norm(x, gamma, eps=1e-6):  # noqa: F811
+    return x / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + eps) * gamma
+
+
 # -- Exercise 2.2 gelu ---------------------------------------------------------------------------------
 @mistake("gelu", "relu",
          "this is ReLU (max(0, x)). GELU is smooth and lets small negative inputs through a little: "
@@ -125,6 +139,19 @@ def gelu(x):  # noqa: F811
          "the input by it: 0.5 x (1 + tanh(...)).")
 def gelu(x):  # noqa: F811
     return 0.5 * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+
+@mistake("gelu", "minus_cubic_term",
+         "the cubic term is subtracted: the tanh form reads tanh(sqrt(2/pi) (x + 0.044715 x^3)), with a plus.")
+def gelu(x):  # noqa: F811
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x - 0.044715 * x ** 3)))
+
+
+@mistake("gelu", "no_half",
+         "the factor 0.5 is missing: GELU is 0.5 x (1 + tanh(...)), x times a number between 0 and 1. "
+         "Without it, large positive inputs come out doubled.")
+def gelu(x):  # noqa: F811
+    return x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
 # -- Exercise 2.3 padding_mask -------------------------------------------------------------------------
@@ -186,6 +213,20 @@ def padding_mask(tokens, pad_id):  # noqa: F811
          "`pad_id` argument: vocabularies put padding at different ids.")
 def padding_mask(tokens, pad_id):  # noqa: F811
     return np.where(np.asarray(tokens) == 0, -np.inf, 0.0)[..., None, None, :]
+
+
+@mistake("padding_mask", "plus_inf",
+         "the pads get +inf instead of -inf. Added to a score, +inf gives that key all the weight (and "
+         "inf - inf is nan in the softmax); a hidden key gets -inf, so that exp(-inf) = 0.")
+def padding_mask(tokens, pad_id):  # noqa: F811
+    return np.where(np.asarray(tokens) == pad_id, np.inf, 0.0)[..., None, None, :]
+
+
+@mistake("padding_mask", "minus_one",
+         "the pads get -1.0. Added to a score, -1 only lowers a pad's weight a little; a hidden key must "
+         "get -inf, so that exp(-inf) = 0 gives it exactly zero weight.")
+def padding_mask(tokens, pad_id):  # noqa: F811
+    return np.where(np.asarray(tokens) == pad_id, -1.0, 0.0)[..., None, None, :]
 
 
 # -- Exercise 2.4 MultiHeadAttention.__call__ ----------------------------------------------------------
@@ -336,6 +377,38 @@ def __call__(self, query_input, key_value_input=None, mask=None):  # noqa: F811
     return _merge(weights @ V) @ self.W_o, weights
 
 
+@mistake("MultiHeadAttention", "W_q_transposed",
+         "the queries are made with W_q transposed, query_input @ W_q.T. W_q is square, so every shape "
+         "still fits: weights are stored as (inputs, outputs) and used as x @ W_q.")
+def __call__(self, query_input, key_value_input=None, mask=None):  # noqa: F811
+    if key_value_input is None:
+        key_value_input = query_input
+    Q = _split(query_input @ self.W_q.T, self.n_heads)
+    K = _split(key_value_input @ self.W_k, self.n_heads)
+    V = _split(key_value_input @ self.W_v, self.n_heads)
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(self.d_k)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax_(scores, axis=-1)
+    return _merge(weights @ V) @ self.W_o, weights
+
+
+@mistake("MultiHeadAttention", "W_k_W_v_swapped",
+         "the keys are made with W_v and the values with W_k. Each projection has its own [LEARNED] "
+         "matrix: K = key_value_input @ W_k, V = key_value_input @ W_v.")
+def __call__(self, query_input, key_value_input=None, mask=None):  # noqa: F811
+    if key_value_input is None:
+        key_value_input = query_input
+    Q = _split(query_input @ self.W_q, self.n_heads)
+    K = _split(key_value_input @ self.W_v, self.n_heads)
+    V = _split(key_value_input @ self.W_k, self.n_heads)
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(self.d_k)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax_(scores, axis=-1)
+    return _merge(weights @ V) @ self.W_o, weights
+
+
 # -- Exercise 2.5 FeedForward.__call__ -----------------------------------------------------------------
 @mistake("FeedForward", "relu",
          "the hidden layer uses ReLU. This course's feed-forward network uses GELU between the two "
@@ -368,6 +441,20 @@ def __call__(self, x):  # noqa: F811
          "the output goes into a residual sum and must be free to take any sign.")
 def __call__(self, x):  # noqa: F811
     return gelu_(gelu_(x @ self.W1 + self.b1) @ self.W2 + self.b2)
+
+
+@mistake("FeedForward", "residual_inside",
+         "the network adds its input back, x + ffn(x). The residual belongs to the block (Exercise 2.6), "
+         "which adds the feed-forward output to x itself: FeedForward returns gelu(x @ W1 + b1) @ W2 + b2 alone.")
+def __call__(self, x):  # noqa: F811
+    return x + gelu_(x @ self.W1 + self.b1) @ self.W2 + self.b2
+
+
+@mistake("FeedForward", "bias_after_activation",
+         "b1 is added after the activation, gelu(x @ W1) + b1. The bias shifts the input of the "
+         "activation: gelu(x @ W1 + b1).")
+def __call__(self, x):  # noqa: F811
+    return (gelu_(x @ self.W1) + self.b1) @ self.W2 + self.b2
 
 
 # -- Exercise 2.6 EncoderBlock.__call__ ----------------------------------------------------------------
@@ -437,3 +524,22 @@ def __call__(self, x, mask=None):  # noqa: F811
     attn_out, _ = self.self_attn(rms_norm_(x, self.norm1_gamma), mask=mask)
     x = x + attn_out
     return x + self.ffn(x)
+
+
+@mistake("EncoderBlock", "norms_swapped",
+         "the two norms are swapped: norm2_gamma before the attention and norm1_gamma before the "
+         "feed-forward network. norm1_gamma belongs to the first sublayer (self-attention), norm2_gamma "
+         "to the second.")
+def __call__(self, x, mask=None):  # noqa: F811
+    attn_out, _ = self.self_attn(rms_norm_(x, self.norm2_gamma), mask=mask)
+    x = x + attn_out
+    return x + self.ffn(rms_norm_(x, self.norm1_gamma))
+
+
+@mistake("EncoderBlock", "output_normalised",
+         "the block's output is normalised again (with norm2_gamma). A pre-norm block returns the raw "
+         "residual stream, x + ffn(rms_norm(x, norm2_gamma)); the encoder normalises once, after its last block.")
+def __call__(self, x, mask=None):  # noqa: F811
+    attn_out, _ = self.self_attn(rms_norm_(x, self.norm1_gamma), mask=mask)
+    x = x + attn_out
+    return rms_norm_(x + self.ffn(rms_norm_(x, self.norm2_gamma)), self.norm2_gamma)

@@ -60,6 +60,20 @@ def create_causal_mask(seq_len):  # noqa: F811
     return np.where(np.triu(np.ones((seq_len, seq_len), dtype=bool), k=1), -1e9, 0.0)
 
 
+@mistake("create_causal_mask", "plus_inf",
+         "the future gets +inf instead of -inf. Added to a score, +inf gives that key all the weight (and "
+         "inf - inf is nan in the softmax): hidden keys get -inf, so that exp(-inf) = 0.")
+def create_causal_mask(seq_len):  # noqa: F811
+    return np.where(np.triu(np.ones((seq_len, seq_len), dtype=bool), k=1), np.inf, 0.0)
+
+
+@mistake("create_causal_mask", "next_token_visible",
+         "each position also sees the next one: only keys j > i + 1 are hidden (np.triu with k=2). In "
+         "training the next token is the answer, so query i may see keys 0..i only: np.triu(..., k=1).")
+def create_causal_mask(seq_len):  # noqa: F811
+    return np.where(np.triu(np.ones((seq_len, seq_len), dtype=bool), k=2), -np.inf, 0.0)
+
+
 # -- Exercise 3.2 decoder_mask ------------------------------------------------------------------------
 @mistake("decoder_mask", "padding_forgotten",
          "only the causal mask is returned: the target's pad positions are still visible. Add the "
@@ -114,6 +128,21 @@ def decoder_mask(tgt_in, pad_id):  # noqa: F811
          "(or compare with it).")
 def decoder_mask(tgt_in, pad_id):  # noqa: F811
     return create_causal_mask_(np.shape(tgt_in)[-1]) + padding_mask_(tgt_in, 0)
+
+
+@mistake("decoder_mask", "causal_transposed",
+         "the causal part is transposed: it hides the past (below the diagonal) and shows the future. Query "
+         "i (a row) may see keys j <= i: -inf above the diagonal, as create_causal_mask(m) gives.")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    return create_causal_mask_(np.shape(tgt_in)[-1]).T + padding_mask_(tgt_in, pad_id)
+
+
+@mistake("decoder_mask", "next_token_visible",
+         "the causal part lets each position see the next one (np.triu with k=2). Query i may see keys "
+         "0..i only: create_causal_mask(m) + padding_mask(tgt_in, pad_id).")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    m = np.shape(tgt_in)[-1]
+    return np.where(np.triu(np.ones((m, m), dtype=bool), k=2), -np.inf, 0.0) + padding_mask_(tgt_in, pad_id)
 
 
 # -- Exercise 3.3 causal_self_attention -----------------------------------------------------------------
@@ -191,6 +220,26 @@ def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
     return weights @ V, weights
 
 
+@mistake("causal_self_attention", "queries_keys_swapped",
+         "the queries are made with W_k and the keys with W_q, so every score is transposed: query i "
+         "meets key j where it should meet key i's query. Q = x @ W_q, K = x @ W_k.")
+def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
+    Q, K, V = x @ W_k, x @ W_q, x @ W_v
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) + create_causal_mask_(x.shape[-2])
+    weights = softmax_(scores, axis=-1)
+    return weights @ V, weights
+
+
+@mistake("causal_self_attention", "scale_by_seq_len",
+         "the scores are divided by sqrt(m), the number of positions (x.shape[-2]), instead of sqrt(d_k), "
+         "the width of a query and a key (W_q.shape[1]).")
+def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(x.shape[-2]) + create_causal_mask_(x.shape[-2])
+    weights = softmax_(scores, axis=-1)
+    return weights @ V, weights
+
+
 # -- Exercise 3.4 output_logits -------------------------------------------------------------------------
 @mistake("output_logits", "no_transpose",
          "h @ E multiplies (m, d_model) by (V, d_model): the shapes do not fit. The head scores h "
@@ -219,3 +268,18 @@ def output_logits(h, E):  # noqa: F811
 def output_logits(h, E):  # noqa: F811
     return softmax_(h @ E.T, axis=-1)
 
+
+@mistake("output_logits", "divided_by_sqrt_d_model",
+         "the logits are divided by sqrt(d_model), as if they were attention scores. The tied head is the "
+         "plain product h @ E.T: no scaling.")
+def output_logits(h, E):  # noqa: F811
+    return h @ E.T / np.sqrt(E.shape[-1])
+
+
+@mistake("output_logits", "log_probabilities",
+         "a log-softmax is applied, so these are log-probabilities, not logits. The head returns the raw "
+         "scores h @ E.T; the loss (Lesson 7) takes the log-softmax itself.")
+def output_logits(h, E):  # noqa: F811
+    z = h @ E.T
+    z = z - np.max(z, axis=-1, keepdims=True)
+    return z - np.log(np.sum(np.exp(z), axis=-1, keepdims=True))

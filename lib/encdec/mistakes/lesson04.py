@@ -102,6 +102,29 @@ def cross_attention(Q, K, V, mask=None):  # noqa: F811
     return weights @ V, weights
 
 
+@mistake("cross_attention", "scale_by_target_length",
+         "the scores are divided by sqrt(m), the number of target positions (Q.shape[-2]), instead of "
+         "sqrt(d_k), the width of a query and a key (Q.shape[-1]).")
+def cross_attention(Q, K, V, mask=None):  # noqa: F811
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-2])
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax_(scores, axis=-1)
+    return weights @ V, weights
+
+
+@mistake("cross_attention", "scaled_twice",
+         "the scores are scaled twice, Q and K each divided by sqrt(d_k), which divides Q K^T by d_k. "
+         "Scale once: Q K^T / sqrt(d_k).")
+def cross_attention(Q, K, V, mask=None):  # noqa: F811
+    d_k = Q.shape[-1]
+    scores = (Q / np.sqrt(d_k)) @ np.swapaxes(K / np.sqrt(d_k), -1, -2)
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax_(scores, axis=-1)
+    return weights @ V, weights
+
+
 # -- Exercise 4.2 CrossAttention.attend ------------------------------------------------------------------
 @mistake("CrossAttention", "kv_from_decoder",
          "attend projects its own keys and values from query_input, the decoder states: that is "
@@ -169,6 +192,27 @@ def attend(self, query_input, K, V, mask=None):  # noqa: F811
          "(K and V were made with W_k and W_v in project_kv).")
 def attend(self, query_input, K, V, mask=None):  # noqa: F811
     Q = split_heads(query_input @ self.W_k, self.n_heads)
+    heads, weights = xattn_(Q, K, V, mask)
+    return merge_heads(heads) @ self.W_o, weights
+
+
+@mistake("CrossAttention", "split_without_transpose",
+         "the heads are split with a reshape alone, (..., m, d_model) -> (..., h, m, d_k), without the axis "
+         "swap, so each \"head\" takes whole rows of several positions instead of its own d_k columns of "
+         "every position. With one head nothing shows. Reshape to (..., m, h, d_k), then swap the m and h "
+         "axes (split_heads does).")
+def attend(self, query_input, K, V, mask=None):  # noqa: F811
+    Q = query_input @ self.W_q
+    Q = Q.reshape(*Q.shape[:-2], self.n_heads, Q.shape[-2], self.d_k)
+    heads, weights = xattn_(Q, K, V, mask)
+    return merge_heads(heads) @ self.W_o, weights
+
+
+@mistake("CrossAttention", "W_q_transposed",
+         "the queries are made with W_q transposed, query_input @ W_q.T. W_q is square, so every shape "
+         "still fits: weights are stored as (inputs, outputs) and used as x @ W_q.")
+def attend(self, query_input, K, V, mask=None):  # noqa: F811
+    Q = split_heads(query_input @ self.W_q.T, self.n_heads)
     heads, weights = xattn_(Q, K, V, mask)
     return merge_heads(heads) @ self.W_o, weights
 
@@ -268,3 +312,29 @@ def cross_attention_step_by_step(mha, H_enc, H_dec, mask=None):  # noqa: F811
         outputs.append(out)
         weights.append(w)
     return np.stack(outputs, axis=-2), np.stack(weights, axis=-2)
+
+
+@mistake("cross_attention_step_by_step", "keys_values_swapped",
+         "K and V are unpacked in the wrong order (V, K = mha.project_kv(H_enc)), so the scores use the "
+         "values and the output mixes the keys. project_kv returns K first, then V.")
+def cross_attention_step_by_step(mha, H_enc, H_dec, mask=None):  # noqa: F811
+    V, K = mha.project_kv(H_enc)
+    outputs, weights = [], []
+    for t in range(H_dec.shape[-2]):
+        out, w = mha.attend(H_dec[..., t:t + 1, :], K, V, mask)
+        outputs.append(out)
+        weights.append(w)
+    return np.concatenate(outputs, axis=-2), np.concatenate(weights, axis=-2)
+
+
+@mistake("cross_attention_step_by_step", "steps_reversed",
+         "the steps come out in reverse order: the last decoder position first. Step t's output belongs at "
+         "position t: append the steps in order, t = 0, 1, ..., m-1, and concatenate along axis=-2.")
+def cross_attention_step_by_step(mha, H_enc, H_dec, mask=None):  # noqa: F811
+    K, V = mha.project_kv(H_enc)
+    outputs, weights = [], []
+    for t in range(H_dec.shape[-2]):
+        out, w = mha.attend(H_dec[..., t:t + 1, :], K, V, mask)
+        outputs.insert(0, out)
+        weights.insert(0, w)
+    return np.concatenate(outputs, axis=-2), np.concatenate(weights, axis=-2)

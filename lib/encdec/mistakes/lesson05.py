@@ -134,6 +134,42 @@ def __call__(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None)
     return x + self.ffn(rms_norm(x, self.norm3_gamma)), self_weights
 
 
+@mistake("DecoderBlock", "norms_2_3_swapped",
+         "norm2_gamma and norm3_gamma are swapped: norm3_gamma before cross-attention, norm2_gamma before the "
+         "feed-forward network. Each sublayer has its own gain, in order: norm1_gamma before self-attention, "
+         "norm2_gamma before cross-attention, norm3_gamma before the feed-forward network.")
+def __call__(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
+    out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask)
+    x = x + out
+    out, cross_weights = self.cross_attn(rms_norm(x, self.norm3_gamma), encoder_output, cross_attn_mask)
+    x = x + out
+    return x + self.ffn(rms_norm(x, self.norm2_gamma)), cross_weights
+
+
+@mistake("DecoderBlock", "encoder_output_ignored",
+         "cross-attention is called without encoder_output, so its keys and values come from the decoder "
+         "itself: a second self-attention, and the source is never read. Pass it: "
+         "self.cross_attn(rms_norm(x, norm2_gamma), encoder_output, cross_attn_mask).")
+def __call__(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
+    out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask)
+    x = x + out
+    out, cross_weights = self.cross_attn(rms_norm(x, self.norm2_gamma), mask=cross_attn_mask)
+    x = x + out
+    return x + self.ffn(rms_norm(x, self.norm3_gamma)), cross_weights
+
+
+@mistake("DecoderBlock", "causal_mask_to_cross",
+         "the causal mask (self_attn_mask) is passed to cross-attention: the causal mask sent to the wrong "
+         "sublayer. Cross-attention scores target positions against source positions, (..., h, m, n), and "
+         "every target position may read the whole source: pass mask=cross_attn_mask to cross_attn.")
+def __call__(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
+    out, _ = self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask)
+    x = x + out
+    out, cross_weights = self.cross_attn(rms_norm(x, self.norm2_gamma), encoder_output, self_attn_mask)
+    x = x + out
+    return x + self.ffn(rms_norm(x, self.norm3_gamma)), cross_weights
+
+
 # -- Exercise 5.3 decoder_block_post_norm ------------------------------------------------------------------
 @mistake("decoder_block_post_norm", "pre_norm",
          "this is the pre-norm block, x = x + Sublayer(Norm(x)). Post-norm moves each norm after the "
@@ -212,6 +248,28 @@ def decoder_block_post_norm(block, x, encoder_output, self_attn_mask=None, cross
     return rms_norm(x + block.ffn(x), block.norm3_gamma), cross_weights
 
 
+@mistake("decoder_block_post_norm", "norms_2_3_swapped",
+         "norm2_gamma and norm3_gamma are swapped: norm3_gamma after cross-attention, norm2_gamma after the "
+         "feed-forward network. The gains follow the sublayers in order: norm1, norm2, norm3.")
+def decoder_block_post_norm(block, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
+    out, _ = block.self_attn(x, mask=self_attn_mask)
+    x = rms_norm(x + out, block.norm1_gamma)
+    out, cross_weights = block.cross_attn(x, encoder_output, cross_attn_mask)
+    x = rms_norm(x + out, block.norm3_gamma)
+    return rms_norm(x + block.ffn(x), block.norm2_gamma), cross_weights
+
+
+@mistake("decoder_block_post_norm", "no_residual_cross",
+         "the cross-attention sublayer has no residual: x = Norm(cross_attn(x)) throws away what "
+         "self-attention built. Post-norm normalises the sum: x = Norm(x + cross_attn(x, H_enc)).")
+def decoder_block_post_norm(block, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):  # noqa: F811
+    out, _ = block.self_attn(x, mask=self_attn_mask)
+    x = rms_norm(x + out, block.norm1_gamma)
+    out, cross_weights = block.cross_attn(x, encoder_output, cross_attn_mask)
+    x = rms_norm(out, block.norm2_gamma)
+    return rms_norm(x + block.ffn(x), block.norm3_gamma), cross_weights
+
+
 # -- Exercise 5.4 cross_attention_params -------------------------------------------------------------------
 @mistake("cross_attention_params", "no_norm",
          "the count leaves out the sublayer's RMSNorm gain. Cross-attention brings its own norm, "
@@ -253,3 +311,17 @@ def cross_attention_params(d_model):  # noqa: F811
          "matrices: d_model^2 numbers each.")
 def cross_attention_params(d_model):  # noqa: F811
     return 4 * d_model + d_model
+
+
+@mistake("cross_attention_params", "three_norms",
+         "the count includes three norm gains (3 d_model), one per sublayer of the block. Cross-attention "
+         "adds only its own: norm2_gamma, d_model numbers, on top of its four d_model x d_model matrices.")
+def cross_attention_params(d_model):  # noqa: F811
+    return 4 * d_model * d_model + 3 * d_model
+
+
+@mistake("cross_attention_params", "one_matrix",
+         "the count has one d_model x d_model matrix for the whole attention. Cross-attention has four, "
+         "W_q, W_k, W_v and W_o, each d_model x d_model, plus its norm gain.")
+def cross_attention_params(d_model):  # noqa: F811
+    return d_model * d_model + d_model

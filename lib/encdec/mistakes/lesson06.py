@@ -368,3 +368,109 @@ def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layer
     enc = 4 * d * d + _ffn(d, d_ff) + 2 * d
     dec = 8 * d * d + _ffn(d, d_ff) + 3 * d
     return V * d + n_encoder_layers * (enc + dec) + 2 * d
+
+
+# -- more shape-preserving slips (every shape still fits; only the values show them) -----------------------
+@mistake("shift_right", "shifted_by_two",
+         "the targets move two places, not one: position t must hold y_(t-1), the token just before the one "
+         "it predicts. Prepend one BOS and drop one token: [bos_id] + targets[..., :-1].")
+def shift_right(targets, bos_id):  # noqa: F811
+    out = np.full_like(targets, bos_id)
+    out[..., 2:] = targets[..., :-2]
+    return out
+
+
+@mistake("shift_right", "shifted_along_the_batch",
+         "the shift runs along the first axis (the batch), not the last (the positions): each sequence is "
+         "replaced by the one before it. Shift along axis -1: targets[..., :-1].")
+def shift_right(targets, bos_id):  # noqa: F811
+    targets = np.asarray(targets)
+    out = np.empty_like(targets)
+    out[0] = bos_id
+    out[1:] = targets[:-1]
+    return out
+
+
+@mistake("embed", "sin_cos_swapped",
+         "the even columns of the position encodings hold cosines and the odd ones sines: the other way "
+         "round. PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(...).")
+def embed(model, tokens):
+    d = model.config.d_model
+    pos = np.arange(tokens.shape[-1])[:, None]
+    angles = pos / 10000.0 ** (np.arange(0, d, 2) / d)
+    pe = np.zeros((tokens.shape[-1], d))
+    pe[:, 0::2] = np.cos(angles)
+    pe[:, 1::2] = np.sin(angles[:, : d // 2])
+    return model.embedding[tokens] * np.sqrt(d) + pe
+
+
+@mistake("embed", "positions_from_one",
+         "the positions count from 1: the first token gets PE[1]. Positions count from 0: add "
+         "PE[0 .. T-1], sinusoidal_positions(T, d_model).")
+def embed(model, tokens):  # noqa: F811
+    d, T = model.config.d_model, tokens.shape[-1]
+    return model.embedding[tokens] * np.sqrt(d) + sinusoidal_positions(T + 1, d)[1:]
+
+
+@mistake("encode", "causal_mask_only",
+         "the encoder blocks get a causal mask and no padding mask: the source is read one way only, and "
+         "its pads are attended. The encoder's mask is the padding mask alone.")
+def encode(model, src):  # noqa: F811
+    src_mask = padding_mask(src, model.config.pad_id)
+    x = embed_(model, src)
+    for block in model.encoder:
+        x = block(x, mask=create_causal_mask(src.shape[-1]))
+    return rms_norm(x, model.encoder_norm_gamma, model.config.eps), src_mask
+
+
+@mistake("encode", "norm_before_the_blocks",
+         "the final RMSNorm is applied to the embeddings, before the blocks, not to the last block's output. "
+         "H_enc = rms_norm(x, encoder_norm_gamma) after the last encoder block.")
+def encode(model, src):  # noqa: F811
+    src_mask = padding_mask(src, model.config.pad_id)
+    x = rms_norm(embed_(model, src), model.encoder_norm_gamma, model.config.eps)
+    for block in model.encoder:
+        x = block(x, mask=src_mask)
+    return x, src_mask
+
+
+@mistake("decode", "no_self_attention_mask",
+         "the decoder's self-attention gets no mask at all: positions read the targets after them and "
+         "attend to the pads. Use create_causal_mask(m) + padding_mask(tgt_in, pad_id).")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    x = embed_(model, tgt_in)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=None, cross_attn_mask=src_mask)
+    return rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T
+
+
+@mistake("decode", "embedding_not_scaled",
+         "the target embedding rows are not multiplied by sqrt(d_model): embed the target inputs the way "
+         "embed does, E[tokens] * sqrt(d_model) + PE (or call embed(model, tgt_in)).")
+def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
+    d = model.config.d_model
+    x = model.embedding[tgt_in] + sinusoidal_positions(tgt_in.shape[-1], d)
+    mask = create_causal_mask(tgt_in.shape[-1]) + padding_mask(tgt_in, model.config.pad_id)
+    for block in model.decoder:
+        x, _ = block(x, H_enc, self_attn_mask=mask, cross_attn_mask=src_mask)
+    return rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T
+
+
+@mistake("parameter_count", "no_cross_attention_norm",
+         "each decoder block is counted with two RMSNorm gains, not three: the cross-attention sublayer "
+         "has its own norm (norm2_gamma), d more numbers per decoder block.")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
+    n_dec = n_encoder_layers if n_decoder_layers is None else n_decoder_layers
+    V, d = vocab_size, d_model
+    ffn = 2 * d * d_ff + d_ff + d
+    return V * d + n_encoder_layers * (4 * d * d + ffn + 2 * d) + n_dec * (8 * d * d + ffn + 2 * d) + 2 * d
+
+
+@mistake("parameter_count", "one_ffn_bias",
+         "only the first feed-forward bias (d_ff numbers) is counted: the second linear layer has a bias "
+         "too, d numbers, in every block.")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
+    n_dec = n_encoder_layers if n_decoder_layers is None else n_decoder_layers
+    V, d = vocab_size, d_model
+    ffn = 2 * d * d_ff + d_ff
+    return V * d + n_encoder_layers * (4 * d * d + ffn + 2 * d) + n_dec * (8 * d * d + ffn + 3 * d) + 2 * d

@@ -392,3 +392,108 @@ def rms_norm_backward(dout, x, gamma, eps=1e-6):  # noqa: F811
     g = dout * gamma
     dx = r * g - x * r**3 * np.mean(g * x, axis=-1, keepdims=True)
     return dx, np.sum((dout * x * r).reshape(-1, x.shape[-1]), axis=0)
+
+
+# -- more shape-preserving slips (every shape still fits; only the values show them) -----------------------
+@mistake("softmax_cross_entropy", "gradient_without_the_target",
+         "dlogits is p̂ / N: the one-hot target y is not subtracted. The derivative of -log p̂_y with respect "
+         "to the logits is p̂ - y, so every entry but the target's is p̂ / N and the target's is (p̂_y - 1) / N.")
+def softmax_cross_entropy(logits, targets, pad_id=None):  # noqa: F811
+    logp, y, keep = _targets_one_hot(logits, targets, pad_id)
+    n = max(int(keep.sum()), 1)
+    loss = float(np.sum(-np.sum(y * logp, axis=-1) * keep) / n)
+    return loss, np.exp(logp) * keep[..., None] / n
+
+
+@mistake("softmax_cross_entropy", "loss_sign_flipped",
+         "the loss has the wrong sign: it is the mean of log p̂_y, a negative number. The cross-entropy is "
+         "-log p̂_y (positive, 0 only for a certain, correct prediction), averaged over the real tokens.")
+def softmax_cross_entropy(logits, targets, pad_id=None):  # noqa: F811
+    logp, y, keep = _targets_one_hot(logits, targets, pad_id)
+    n = max(int(keep.sum()), 1)
+    loss = float(np.sum(np.sum(y * logp, axis=-1) * keep) / n)
+    return loss, (np.exp(logp) - y) * keep[..., None] / n
+
+
+@mistake("numerical_gradient", "backward_difference",
+         "this is the one-sided difference (f(x) - f(x - h)) / h: its error shrinks like h, not h². Use the "
+         "central difference (f(x + h) - f(x - h)) / (2h), restoring x afterwards.")
+def numerical_gradient(f, x, h=1e-5):  # noqa: F811
+    grad = np.zeros_like(x)
+    flat, g = x.reshape(-1), grad.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        base = float(f())
+        flat[i] = old - h
+        g[i] = (base - float(f())) / h
+        flat[i] = old
+    return grad
+
+
+@mistake("numerical_gradient", "plus_and_minus_swapped",
+         "the difference is taken the wrong way round, (f(x - h) - f(x + h)) / (2h): every entry has the "
+         "wrong sign. The slope is (f(x + h) - f(x - h)) / (2h).")
+def numerical_gradient(f, x, h=1e-5):  # noqa: F811
+    grad = np.zeros_like(x)
+    flat, g = x.reshape(-1), grad.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + h
+        plus = float(f())
+        flat[i] = old - h
+        minus = float(f())
+        flat[i] = old
+        g[i] = (minus - plus) / (2 * h)
+    return grad
+
+
+@mistake("softmax_backward", "sums_probabilities_only",
+         "the inner term sums p alone, sum(p) = 1, instead of ⟨dout, p⟩ = sum(dout * p): dx = p (dout - 1) "
+         "is wrong. dx = p * (dout - sum(dout * p, axis, keepdims=True)).")
+def softmax_backward(dout, probs, axis=-1):  # noqa: F811
+    return probs * (dout - np.sum(probs, axis=axis, keepdims=True))
+
+
+@mistake("softmax_backward", "mean_instead_of_sum",
+         "the inner term is a mean, mean(dout * p), not the sum ⟨dout, p⟩ = sum(dout * p): the Jacobian "
+         "diag(p) - p pᵀ gives the full sum along the axis.")
+def softmax_backward(dout, probs, axis=-1):  # noqa: F811
+    return probs * (dout - np.mean(dout * probs, axis=axis, keepdims=True))
+
+
+@mistake("attention_backward", "scale_applied_twice",
+         "the 1/sqrt(d_k) factor is applied twice (to dscores, then again in dQ and dK), so dQ and dK are "
+         "divided by d_k. The scores were scaled once in the forward pass: scale their gradient once.")
+def attention_backward(dout, Q, K, V, weights):  # noqa: F811
+    scale = 1.0 / np.sqrt(Q.shape[-1])
+    dV = _T(weights) @ dout
+    dscores = softmax_backward_(dout @ _T(V), weights) * scale
+    return dscores @ K * scale, _T(dscores) @ Q * scale, dV
+
+
+@mistake("attention_backward", "dV_scaled",
+         "dV is divided by sqrt(d_k) too. The 1/sqrt(d_k) scales the scores, not the values: dV = weightsᵀ "
+         "dout, unscaled; only dscores carries the factor.")
+def attention_backward(dout, Q, K, V, weights):  # noqa: F811
+    scale = 1.0 / np.sqrt(Q.shape[-1])
+    dscores = softmax_backward_(dout @ _T(V), weights) * scale
+    return dscores @ K, _T(dscores) @ Q, _T(weights) @ dout * scale
+
+
+@mistake("rms_norm_backward", "second_term_without_gamma",
+         "the second term of dx uses dout where dx̂ = dout * gamma belongs: - x r³ mean(dx̂ · x). The "
+         "gradient reaching x̂ is dout * gamma in both terms.")
+def rms_norm_backward(dout, x, gamma, eps=1e-6):  # noqa: F811
+    r = 1.0 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    dgamma = np.sum((dout * x * r).reshape(-1, x.shape[-1]), axis=0)
+    return r * dout * gamma - x * r**3 * np.mean(dout * x, axis=-1, keepdims=True), dgamma
+
+
+@mistake("rms_norm_backward", "r_squared_in_second_term",
+         "the second term uses r², not r³: differentiating r = (mean(x²) + eps)^(-1/2) gives "
+         "-r³ x / d, so dx = r dx̂ - x r³ mean(dx̂ · x).")
+def rms_norm_backward(dout, x, gamma, eps=1e-6):  # noqa: F811
+    r = 1.0 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+    dgamma = np.sum((dout * x * r).reshape(-1, x.shape[-1]), axis=0)
+    dxhat = dout * gamma
+    return r * dxhat - x * r**2 * np.mean(dxhat * x, axis=-1, keepdims=True), dgamma

@@ -491,3 +491,111 @@ def dropout(x, rate, rng, training=True):  # noqa: F811
     if rng.random() < rate:
         return np.zeros_like(x)
     return x / (1 - rate)
+
+
+# -- more shape-preserving slips (every shape still fits; only the values show them) -----------------------
+@mistake("sequence_cross_entropy", "smoothing_skips_pad",
+         "the smoothing mass skips the pad token: eps/(V-1) on every other token. The course spreads it over "
+         "the whole vocabulary, q = (1 - eps) one_hot + eps / V (the pad included: it is one of the V ids).")
+def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):  # noqa: F811
+    V = logits.shape[-1]
+    keep = np.ones(targets.shape, dtype=bool) if pad_id is None else targets != pad_id
+    spread = np.full(V, label_smoothing / (V - 1))
+    spread[0 if pad_id is None else pad_id] = 0.0
+    q = np.eye(V)[np.where(keep, targets, 0)] * (1.0 - label_smoothing) + spread
+    n = int(keep.sum())
+    if n == 0:
+        return 0.0, np.zeros_like(logits)
+    logp = log_softmax_(logits)
+    loss = float(np.sum(-np.sum(q * logp, axis=-1) * keep) / n)
+    return loss, (np.exp(logp) - q) * keep[..., None] / n
+
+
+@mistake("sequence_cross_entropy", "target_not_reduced",
+         "eps / V is added to the one-hot target without taking eps from the target: q sums to 1 + eps. "
+         "q = (1 - eps) one_hot(target) + eps / V, a distribution.")
+def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):  # noqa: F811
+    V = logits.shape[-1]
+    keep = np.ones(targets.shape, dtype=bool) if pad_id is None else targets != pad_id
+    q = np.eye(V)[np.where(keep, targets, 0)] + label_smoothing / V
+    n = int(keep.sum())
+    if n == 0:
+        return 0.0, np.zeros_like(logits)
+    logp = log_softmax_(logits)
+    loss = float(np.sum(-np.sum(q * logp, axis=-1) * keep) / n)
+    return loss, (np.exp(logp) - q) * keep[..., None] / n
+
+
+@mistake("adam_update", "v_not_corrected",
+         "only m is bias-corrected: v̂ = v / (1 - beta2^t) is missing, so early steps are far too large "
+         "(v starts at 0 and is tiny for many steps). Correct both moments.")
+def adam_update(param, grad, m, v, t, lr, beta1=0.9, beta2=0.98, eps=1e-9):  # noqa: F811
+    m = beta1 * m + (1.0 - beta1) * grad
+    v = beta2 * v + (1.0 - beta2) * grad * grad
+    return param - lr * (m / (1.0 - beta1**t)) / (np.sqrt(v) + eps), m, v
+
+
+@mistake("adam_update", "raw_gradient_in_the_step",
+         "the step uses the gradient itself, lr * g / (sqrt(v̂) + eps), not the running average m̂: that "
+         "is RMSprop, without Adam's momentum. The step is lr * m̂ / (sqrt(v̂) + eps).")
+def adam_update(param, grad, m, v, t, lr, beta1=0.9, beta2=0.98, eps=1e-9):  # noqa: F811
+    m = beta1 * m + (1.0 - beta1) * grad
+    v = beta2 * v + (1.0 - beta2) * grad * grad
+    return param - lr * grad / (np.sqrt(v / (1.0 - beta2**t)) + eps), m, v
+
+
+@mistake("warmup_schedule", "decay_one_over_step",
+         "after the warm-up the rate decays as 1/step, not 1/sqrt(step): min(step^-0.5, step * warmup^-1.5).")
+def warmup_schedule(step, d_model, warmup_steps, factor=1.0):  # noqa: F811
+    return factor * d_model**-0.5 * min(1.0 / step, step * warmup_steps**-1.5)
+
+
+@mistake("warmup_schedule", "d_model_on_one_branch",
+         "d_model^-0.5 multiplies only the decay branch, inside the min: it scales the whole schedule, "
+         "factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5).")
+def warmup_schedule(step, d_model, warmup_steps, factor=1.0):  # noqa: F811
+    return factor * min(d_model**-0.5 * step**-0.5, step * warmup_steps**-1.5)
+
+
+@mistake("train_step", "decoder_starts_with_pad",
+         "the decoder inputs start with the pad id instead of BOS: shift_right(targets, pad_id). The first "
+         "decoder input is bos_id, the token that says \"start\": shift_right(targets, bos_id).")
+def train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None):  # noqa: F811
+    pad_id = model.config.pad_id
+    tgt_in = shift_right(targets, pad_id)
+    logits, cache = forward_with_cache(model, src, tgt_in)
+    loss, dlogits = loss_(logits, targets, pad_id, label_smoothing)
+    optimizer.step(backward(model, dlogits, cache), lr=lr)
+    return loss, token_accuracy(logits, targets, pad_id)
+
+
+@mistake("train_step", "accuracy_against_inputs",
+         "the accuracy compares the predictions with the decoder inputs (targets shifted right), not with "
+         "the targets: position t predicts targets[t], which is tgt_in[t + 1].")
+def train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None):  # noqa: F811
+    pad_id = model.config.pad_id
+    tgt_in = shift_right(targets, bos_id)
+    logits, cache = forward_with_cache(model, src, tgt_in)
+    loss, dlogits = loss_(logits, targets, pad_id, label_smoothing)
+    optimizer.step(backward(model, dlogits, cache), lr=lr)
+    return loss, token_accuracy(logits, tgt_in, pad_id)
+
+
+@mistake("dropout", "keeps_where_u_at_least_keep_probability",
+         "an entry is kept where u >= 1 - rate: it survives with probability rate, not 1 - rate. Keep "
+         "where u >= rate (probability 1 - rate), then scale by 1 / (1 - rate).")
+def dropout(x, rate, rng, training=True):  # noqa: F811
+    if not training or rate == 0:
+        return x
+    u = rng.random(np.shape(x))
+    return x * (u >= 1.0 - rate) / (1.0 - rate)
+
+
+@mistake("dropout", "rescaled_by_kept_fraction",
+         "the kept entries are divided by the fraction actually kept in this draw, not by 1 - rate: the "
+         "scale then changes from call to call. Inverted dropout divides by the keep probability 1 - rate.")
+def dropout(x, rate, rng, training=True):  # noqa: F811
+    if not training or rate == 0:
+        return x
+    keep = rng.random(np.shape(x)) >= rate
+    return x * keep / max(float(np.mean(keep)), 1e-12)

@@ -755,3 +755,130 @@ def cached_greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
         if done.all():
             break
     return out[0] if single else out
+
+
+# -- more shape-preserving slips (every shape still fits; only the values show them) -----------------------
+def _greedy_(model, src, bos_id, eos_id, max_len, steps=None, mask=None, cached=False):
+    """Greedy decoding as the course writes it, with one part replaceable: the number of steps, the
+    source mask given to the decoder."""
+    src = np.asarray(src)
+    single = src.ndim == 1
+    src2 = src[None] if single else src
+    pad = model.config.pad_id
+    H_enc, src_mask = model.encode(src2)
+    if mask is not None:
+        src_mask = mask(src_mask)
+    cache = KVCache_(model, H_enc, src_mask) if cached else None
+    tgt_in = np.full((src2.shape[0], 1), bos_id)
+    out = np.zeros((src2.shape[0], 0), dtype=np.int64)
+    done = np.zeros(src2.shape[0], dtype=bool)
+    for _ in range(max_len if steps is None else steps(max_len)):
+        logits = decode_step_(model, tgt_in[:, -1], cache) if cached else model.decode(tgt_in, H_enc, src_mask)[:, -1]
+        nxt = np.where(done, pad, np.argmax(_banned(logits, [pad, bos_id]), axis=-1))
+        out = np.concatenate([out, nxt[:, None]], axis=1)
+        done = done | (nxt == eos_id)
+        if done.all():
+            break
+        tgt_in = np.concatenate([tgt_in, nxt[:, None]], axis=1)
+    return out[0] if single else out
+
+
+@mistake("greedy_decode", "one_step_short",
+         "the loop runs max_len - 1 times, so a row that needs all max_len tokens is cut one short. Generate "
+         "up to max_len tokens: for _ in range(max_len).")
+def greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _greedy_(model, src, bos_id, eos_id, max_len, steps=lambda n: n - 1)
+
+
+@mistake("greedy_decode", "source_padding_ignored",
+         "the decoder gets a source mask of zeros, so it attends to the source pads: pass the src_mask that "
+         "model.encode returns (-inf at the pad positions) to every decode call.")
+def greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _greedy_(model, src, bos_id, eos_id, max_len, mask=np.zeros_like)
+
+
+@mistake("sample_next_token", "top_k_one_more",
+         "one token more than top_k is kept (the k + 1 most probable). Keep exactly the top_k most probable: "
+         "the k-th largest scaled logit is the threshold, z >= kth.")
+def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None):  # noqa: F811
+    rng = np.random.default_rng(rng)
+    logits = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return np.argmax(logits, axis=-1)
+    z = logits / temperature
+    z = _top_k(z, min(top_k + 1, z.shape[-1]) if top_k is not None else None)
+    return _draw(_probs(_nucleus(z, top_p)), rng)
+
+
+@mistake("sample_next_token", "uniform_over_the_allowed_tokens",
+         "every allowed token is drawn equally often: top-k and top-p choose which tokens may be drawn, but "
+         "each is still drawn with its own (renormalised) probability, softmax(z) over the kept set.")
+def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None):  # noqa: F811
+    rng = np.random.default_rng(rng)
+    logits = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return np.argmax(logits, axis=-1)
+    z = _nucleus(_top_k(logits / temperature, top_k), top_p)
+    allowed = np.isfinite(z).astype(np.float64)
+    return _draw(allowed / allowed.sum(axis=-1, keepdims=True), rng)
+
+
+@mistake("beam_search", "length_with_bos",
+         "the length that normalises the score counts BOS too (len(y) + 1). BOS is given, not generated: "
+         "len(y) counts the generated tokens, EOS included.")
+def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):  # noqa: F811
+    return _beam(model, src, bos_id, eos_id, beam_width, max_len, alpha,
+                 final=lambda toks, s, a, e: s / (len(toks) + 1) ** a)
+
+
+@mistake("beam_search", "square_root_length",
+         "the score is divided by sqrt(len(y)) whatever alpha is: the normalisation is len(y)^alpha, with "
+         "the alpha passed in (1.0 by default).")
+def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):  # noqa: F811
+    return _beam(model, src, bos_id, eos_id, beam_width, max_len, alpha,
+                 final=lambda toks, s, a, e: s / len(toks) ** 0.5)
+
+
+@mistake("decode_step", "self_attention_not_normalised",
+         "self-attention reads the raw residual stream: the block normalises first (pre-norm), "
+         "normed = rms_norm(x, block.norm1_gamma), and computes the new key, value and query from `normed`.")
+def decode_step(model, tokens, cache):  # noqa: F811
+    x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
+    for i, block in enumerate(model.decoder):
+        K, V = cache.append(i, *block.self_attn.project_kv(x))
+        x = x + block.self_attn.attend(x, K, V)[0]
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+                                        cache.src_mask)[0]
+        x = _ffn_residual(model, block, x)
+    cache.length += 1
+    return (rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T)[..., 0, :]
+
+
+@mistake("decode_step", "ffn_not_normalised",
+         "the feed-forward sublayer reads the raw residual stream: x + ffn(rms_norm(x, block.norm3_gamma)), "
+         "as in the block's own forward pass.")
+def decode_step(model, tokens, cache):  # noqa: F811
+    x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
+    for i, block in enumerate(model.decoder):
+        normed = rms_norm(x, block.norm1_gamma)
+        K, V = cache.append(i, *block.self_attn.project_kv(normed))
+        x = x + block.self_attn.attend(normed, K, V)[0]
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+                                        cache.src_mask)[0]
+        x = x + block.ffn(x)
+    cache.length += 1
+    return (rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T)[..., 0, :]
+
+
+@mistake("cached_greedy_decode", "one_step_short",
+         "the loop runs max_len - 1 times, so a row that needs all max_len tokens is cut one short. Generate "
+         "up to max_len tokens: for _ in range(max_len).")
+def cached_greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _greedy_(model, src, bos_id, eos_id, max_len, steps=lambda n: n - 1, cached=True)
+
+
+@mistake("cached_greedy_decode", "source_padding_ignored",
+         "the cache is built with a source mask of zeros, so cross-attention reads the source pads: build "
+         "KVCache(model, H_enc, src_mask) with the src_mask that model.encode returns.")
+def cached_greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _greedy_(model, src, bos_id, eos_id, max_len, mask=np.zeros_like, cached=True)

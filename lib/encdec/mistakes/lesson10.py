@@ -711,3 +711,173 @@ def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
             if bool(done.all()):
                 break
         return torch.stack(out, dim=1)
+
+
+# -- more shape-preserving slips (every shape still fits; only the values show them) -----------------------
+@mistake("load_numpy_parameters", "matrices_only",
+         "only the matrices are copied (parameters with p.ndim >= 2): the RMSNorm gains and the FFN biases "
+         "keep their initial values. Copy every parameter, whatever its number of dimensions.")
+def load_numpy_parameters(module, params):  # noqa: F811
+    import torch
+    own = dict(module.named_parameters())
+    if set(own) != set(params):
+        raise ValueError(f"parameter names differ: {sorted(set(own) ^ set(params))}")
+    with torch.no_grad():
+        for name, p in own.items():
+            if tuple(p.shape) != params[name].shape:
+                raise ValueError(f"{name}: torch shape {tuple(p.shape)} vs NumPy shape {params[name].shape}")
+            if p.ndim >= 2:
+                p.copy_(torch.from_numpy(params[name]))
+    return module
+
+
+@mistake("load_numpy_parameters", "embedding_not_copied",
+         "the embedding is not copied (only the blocks' parameters and the final norms are): E keeps its "
+         "random initial values, and with it the tied output head. Copy every parameter the dict names, "
+         "`embedding` included.")
+def load_numpy_parameters(module, params):  # noqa: F811
+    import torch
+    own = dict(module.named_parameters())
+    if set(own) != set(params):
+        raise ValueError(f"parameter names differ: {sorted(set(own) ^ set(params))}")
+    with torch.no_grad():
+        for name, p in own.items():
+            if tuple(p.shape) != params[name].shape:
+                raise ValueError(f"{name}: torch shape {tuple(p.shape)} vs NumPy shape {params[name].shape}")
+            if name != "embedding":
+                p.copy_(torch.from_numpy(params[name]))
+    return module
+
+
+@mistake("lr_at", "progress_over_total",
+         "the decay's progress is divided by total_steps, not by the length of the decay, total_steps - "
+         "warmup_steps: the rate never reaches min_lr by the last step. p = (step - warmup_steps) / "
+         "(total_steps - warmup_steps), at most 1.")
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):  # noqa: F811
+    if step <= warmup_steps:
+        return peak_lr * step / warmup_steps
+    progress = min((step - warmup_steps) / total_steps, 1.0)
+    return min_lr + 0.5 * (peak_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+@mistake("lr_at", "warmup_from_min_lr",
+         "the warm-up rises from min_lr instead of from 0: min_lr + (peak_lr - min_lr) * step / warmup_steps. "
+         "min_lr is where the decay ends; the warm-up is peak_lr * step / warmup_steps.")
+def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):  # noqa: F811
+    if step <= warmup_steps:
+        return min_lr + (peak_lr - min_lr) * step / warmup_steps
+    progress = min((step - warmup_steps) / (total_steps - warmup_steps), 1.0)
+    return min_lr + 0.5 * (peak_lr - min_lr) * (1 + math.cos(math.pi * progress))
+
+
+@mistake("make_optimizer", "lr_ignored",
+         "the learning rate is not passed on, so AdamW uses its default 1e-3. Pass lr=lr.")
+def make_optimizer(model, lr, weight_decay, betas):  # noqa: F811
+    import torch
+    params = list(model.parameters())
+    return torch.optim.AdamW([{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+                              {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}], betas=betas)
+
+
+@mistake("make_optimizer", "groups_swapped",
+         "the two groups are swapped: the gains and biases (1-D) are decayed and the matrices are not. "
+         "Decay the parameters with p.ndim >= 2 (the embedding included); give the others weight_decay 0.")
+def make_optimizer(model, lr, weight_decay, betas):  # noqa: F811
+    import torch
+    params = list(model.parameters())
+    return torch.optim.AdamW([{"params": [p for p in params if p.ndim < 2], "weight_decay": weight_decay},
+                              {"params": [p for p in params if p.ndim >= 2], "weight_decay": 0.0}],
+                             lr=lr, betas=betas)
+
+
+@mistake("torch_train_step", "lr_set_after_step",
+         "the learning rate is set after optimizer.step(), so each step moves with the previous step's rate. "
+         "Set group[\"lr\"] = lr for every parameter group first.")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    loss = _loss(model(src, _shift_right(tgt, bos_id)), tgt, model.config.pad_id)
+    optimizer.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    _set_lr(optimizer, lr)
+    return loss.item(), norm.item()
+
+
+@mistake("torch_train_step", "loss_per_sequence",
+         "the loss is summed over the tokens and divided by the number of sequences, not by the number of "
+         "real target tokens: F.cross_entropy(..., ignore_index=pad_id) averages over the real tokens.")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    _set_lr(optimizer, lr)
+    logits = model(src, _shift_right(tgt, bos_id))
+    logp = logits.log_softmax(dim=-1).gather(-1, tgt[..., None]).squeeze(-1)
+    loss = -(logp * (tgt != model.config.pad_id)).sum() / tgt.shape[0]
+    optimizer.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item(), norm.item()
+
+
+@mistake("exact_match", "count_not_fraction",
+         "this is the number of sequences that match, not the fraction: divide by the number of sequences "
+         "(a score between 0 and 1).")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    was_training = model.training
+    model.eval()
+    pred = _decoded(model, src, bos_id, eos_id, max_len)
+    model.train(was_training)
+    pad = model.config.pad_id
+    pred = _padded(pred, tgt.shape[1], pad)
+    real = tgt != pad
+    return float(((pred == tgt) | ~real).all(dim=1).sum().item())
+
+
+@mistake("exact_match", "any_token_counts",
+         "a sequence counts as a match when any one of its tokens is right: exact match needs every target "
+         "token, up to and including <eos>, to be right (.all over the positions, not .any).")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    was_training = model.training
+    model.eval()
+    pred = _decoded(model, src, bos_id, eos_id, max_len)
+    model.train(was_training)
+    pad = model.config.pad_id
+    pred = _padded(pred, tgt.shape[1], pad)
+    real = tgt != pad
+    return ((pred == tgt) & real).any(dim=1).float().mean().item()
+
+
+def _cached_greedy_(model, src, bos_id, eos_id, steps, plain_mask=False):
+    import torch
+    pad, B = model.config.pad_id, src.shape[0]
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        if plain_mask:
+            src_mask = torch.zeros_like(src_mask)
+        cross, cache = _cross_kv(model, H_enc), [None] * len(model.decoder)
+        token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        out = []
+        for t in range(steps):
+            token = _banned_argmax(_blocks(model, embed_at_(model, token, t), cache, cross, src_mask), [pad, bos_id])
+            token = torch.where(done, pad, token)
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+        return torch.stack(out, dim=1) if out else torch.zeros((B, 0), dtype=torch.long)
+
+
+@mistake("greedy_decode_cached", "one_step_short",
+         "the loop runs max_len - 1 times, so a row that needs all max_len tokens is cut one short. Generate "
+         "up to max_len tokens: for t in range(max_len).")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _cached_greedy_(model, src, bos_id, eos_id, max_len - 1)
+
+
+@mistake("greedy_decode_cached", "source_mask_ignored",
+         "cross-attention gets a mask of zeros, so the decoder reads the source pads: use the src_mask that "
+         "model.encode returns (-inf at the source pads) in every decoder block.")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _cached_greedy_(model, src, bos_id, eos_id, max_len, plain_mask=True)
