@@ -391,6 +391,7 @@ from encdec.checks.lesson01 import ATTENTION_ORDER
 ATTENTION_ORDER.widget()
 
 # %% [solution] attention_order
+attention_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 attention_order = [2, 6, 1, 4, 5, 3]
 ### END SOLUTION

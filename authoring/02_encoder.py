@@ -646,6 +646,7 @@ from encdec.checks.lesson02 import ENCODER_BLOCK_ORDER
 ENCODER_BLOCK_ORDER.widget()
 
 # %% [solution] encoder_block_order
+encoder_block_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 encoder_block_order = [4, 3, 5, 1, 6, 2]
 ### END SOLUTION

@@ -434,6 +434,7 @@ from encdec.checks.lesson03 import MASKED_ATTENTION_ORDER
 MASKED_ATTENTION_ORDER.widget()
 
 # %% [solution] masked_attention_order
+masked_attention_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 masked_attention_order = [5, 3, 6, 8, 1, 7, 4, 2]
 ### END SOLUTION
@@ -491,6 +492,8 @@ TAG_QUIZ.widget()
 LEARNED, CONFIG, STATE = "LEARNED", "CONFIG", "STATE"
 
 # %% [solution] quantity_tags
+quantity_tags = {1: ..., 2: ..., 3: ..., 4: ..., 5: ..., 6: ..., 7: ..., 8: ...,  # your answer: a tag for each item
+                 9: ..., 10: ..., 11: ..., 12: ..., 13: ..., 14: ..., 15: ..., 16: ...}
 ### BEGIN SOLUTION
 quantity_tags = {1: LEARNED, 2: CONFIG, 3: STATE, 4: LEARNED, 5: STATE, 6: CONFIG, 7: LEARNED, 8: STATE,
                  9: CONFIG, 10: LEARNED, 11: STATE, 12: CONFIG, 13: STATE, 14: LEARNED, 15: CONFIG, 16: STATE}

@@ -504,6 +504,7 @@ from encdec.checks.lesson04 import QKV_ORDER
 QKV_ORDER.widget()
 
 # %% [solution] qkv_order
+qkv_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 qkv_order = [4, 2, 5, 1, 3]
 ### END SOLUTION

@@ -82,6 +82,7 @@ from encdec.checks.lesson05 import BLOCK_ORDER
 BLOCK_ORDER.widget()
 
 # %% [solution] block_order
+block_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 block_order = [3, 5, 1, 4, 2]
 ### END SOLUTION

@@ -590,6 +590,7 @@ from encdec.checks.lesson06 import FORWARD_ORDER
 FORWARD_ORDER.widget()
 
 # %% [solution] forward_order
+forward_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 forward_order = [5, 3, 7, 1, 4, 6, 2]
 ### END SOLUTION

@@ -667,6 +667,7 @@ from encdec.checks.lesson07 import BACKPROP_ORDER
 BACKPROP_ORDER.widget()
 
 # %% [solution] backprop_order
+backprop_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 backprop_order = [6, 2, 4, 7, 1, 5, 3]
 ### END SOLUTION

@@ -476,6 +476,7 @@ from encdec.checks.lesson08 import TRAINING_STEP_ORDER
 TRAINING_STEP_ORDER.widget()
 
 # %% [solution] training_step_order
+training_step_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 training_step_order = [5, 3, 7, 1, 4, 6, 2]
 ### END SOLUTION

@@ -922,6 +922,7 @@ from encdec.checks.lesson09 import CACHED_STEP_ORDER
 CACHED_STEP_ORDER.widget()
 
 # %% [solution] cached_step_order
+cached_step_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 cached_step_order = [5, 2, 7, 4, 1, 6, 3]
 ### END SOLUTION

@@ -1019,6 +1019,7 @@ from encdec.checks.lesson10 import DDP_STEP_ORDER
 DDP_STEP_ORDER.widget()
 
 # %% [solution] ddp_step_order
+ddp_step_order = [...]  # your answer: the step numbers in order
 ### BEGIN SOLUTION
 ddp_step_order = [3, 5, 2, 7, 1, 6, 4]
 ### END SOLUTION

@@ -24,6 +24,18 @@ and appends the points to the exercise's heading: the source writes
 `... (4 points)`. A test cell or heading for an exercise that is not declared, a declared exercise
 without its test cell, answer cell or heading, or a heading that states its own points, stops the
 build with a message naming the lesson and the exercise.
+
+An answer given as data (an ordering, the tag quiz: encdec.checks.quiz) shows, above
+`### BEGIN SOLUTION`, the variable the student defines with `...` for the answer, so that the
+released stub says what to write, not only `raise NotImplementedError()`:
+
+    # %% [solution] block_order
+    block_order = [...]  # your answer: the step numbers in order
+    ### BEGIN SOLUTION
+    block_order = [3, 5, 1, 4, 2]
+    ### END SOLUTION
+
+A data answer cell without that line stops the build.
 """
 
 import importlib
@@ -133,6 +145,19 @@ def with_points(body, declared_exercises, name, headings):
     return "\n".join(out)
 
 
+def is_data_answer(graded):
+    """An exercise answered with a variable holding data (an ordering, a quiz), not with code."""
+    from encdec.checks.quiz import Quiz
+    return isinstance(graded, Quiz)
+
+
+def shows_placeholder(lines, name):
+    """Whether an answer cell assigns `name` a placeholder with `...` before its solution."""
+    before = lines[:lines.index("### BEGIN SOLUTION")] if "### BEGIN SOLUTION" in lines else []
+    text = "\n".join(before)
+    return re.search(rf"^{re.escape(name)}\s*=", text, re.M) is not None and "..." in text
+
+
 def _module_of(name):
     return f"encdec.checks.lesson{name[:2]}"
 
@@ -145,7 +170,7 @@ def build(source_path):
     declared_exercises = declarations(source_path)
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": KERNEL, "language_info": {"name": "python"}}
-    ids, tests, headings, answers = set(), [], [], set()
+    ids, tests, headings, answers = set(), [], [], {}
     for index, (kind, options, lines) in enumerate(cells):
         while lines and not lines[-1].strip():
             lines.pop()
@@ -177,7 +202,7 @@ def build(source_path):
                 cell.metadata["nbgrader"] = _nbgrader(kind, grade_id)
                 cell.id = grade_id
                 if kind == "solution":
-                    answers.add(grade_id)
+                    answers[grade_id] = lines
             else:
                 cell.id = f"code-{index:03d}"
             if kind == "demo":
@@ -198,6 +223,10 @@ def build(source_path):
         if headings.count(number) != 1:
             raise BuildError(f"{name}: Exercise {number} ({graded.title}) needs exactly one heading "
                              f"`### Exercise {number} — ...`, found {headings.count(number)}")
+        if is_data_answer(graded) and not shows_placeholder(answers[graded.answer_cell], graded.name):
+            raise BuildError(f"{name}: the answer cell of Exercise {number} ({graded.title}) must show the "
+                             f"variable students define above `### BEGIN SOLUTION`, with `...` for the answer, "
+                             f"e.g. `{graded.name} = [...]  # your answer: ...`")
     nbformat.validate(nb)
     return nb
 

@@ -28,15 +28,12 @@ def lab(tmp_path_factory):
     for folder in ("course", "solutions"):
         shutil.copytree(ROOT / folder, home / folder)
     shutil.copytree(ROOT / "course", home / "student")  # a student's working copy, edited by the tests
-    # Render every cell (no lazy windowing), so the page shows the whole notebook to the test,
-    # and do not ask about Jupyter news (it would fetch from the internet).
+    # Render every cell (no lazy windowing), so the page shows the whole notebook to the test.
+    # Nothing else is set here: the news pop-up and the instructor tools are `make lab`'s to turn off.
     settings = home / "settings"
     (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
         json.dumps({"windowingMode": "none"}))
-    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
-    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false"}))
     port = free_port()
     log = open(home / "lab.log", "w")
     proc = subprocess.Popen(
@@ -59,7 +56,7 @@ def lab(tmp_path_factory):
         pass
     if proc.poll() is not None:
         raise RuntimeError(f"JupyterLab did not start: see {home / 'lab.log'}")
-    yield {"base": base, "home": home}
+    yield {"base": base, "home": home, "log": home / "lab.log"}
     os.killpg(proc.pid, signal.SIGTERM)
     try:
         proc.wait(timeout=20)

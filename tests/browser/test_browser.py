@@ -114,6 +114,8 @@ def test_run_all_renders_figures_and_live_widgets(page, lab, lesson):
     assert page.locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.error']").count() == 0, \
         f"{lesson}: a cell raised an error (see {path})"
     images = page.locator(".jp-OutputArea-output img")
+    wait_until(page, lambda: images.count() >= 2)  # a loaded machine renders them later
+    path = shot(page, f"run-all-{lesson}")
     assert images.count() >= 2, f"{lesson}: {images.count()} figures rendered (see {path})"
     assert page.locator(".widget-dropdown select").count() >= 5, f"{lesson}: the ordering widget is missing (see {path})"
     if lesson.startswith("01"):

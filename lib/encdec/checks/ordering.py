@@ -21,6 +21,8 @@ class Ordering(Quiz):
     """`steps` in the true order; `shown` the order the notebook lists them (a permutation of
     range(len(steps))), so the student sees them shuffled and numbered 1..N."""
 
+    what_to_write = "the step numbers, in the order the steps happen"
+
     def __init__(self, number, title, name, *, points, steps, shown):
         super().__init__(number, title, name, points)
         if sorted(shown) != list(range(len(steps))):
@@ -48,6 +50,9 @@ class Ordering(Quiz):
         if not isinstance(answer, (list, tuple)):
             return False, (f"`{self.name}` should be a list of the step numbers in order, "
                            f"e.g. {list(range(1, N + 1))}; got {type(answer).__name__}")
+        if any(a is Ellipsis for a in answer):
+            return False, (f"`{self.name}` still holds `...`: replace it with {self.what_to_write}, "
+                           f"each of 1..{N} once")
         try:
             numbers = [int(a) for a in answer]
             if any(int(a) != a for a in answer):

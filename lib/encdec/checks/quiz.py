@@ -5,8 +5,14 @@ variable, `name`. This base finds that answer in the notebook's namespace, turns
 check's parts (one part: all or nothing; one part per item: a share of the points each), reports
 and records the result like every checker, and builds the practice widget around the subclass's
 controls. A subclass says how an answer is marked (`marks`) and what its widget holds (`controls`).
+
+The released answer cell shows the variable to define, with `...` for the answer (e.g.
+`block_order = [...]`), above the `raise NotImplementedError()` of nbgrader's stub. An answer that
+is still that placeholder is "not answered yet" (status "not implemented", no points); in a dict,
+an item still `...` is an item not answered.
 """
 
+from . import mode
 from .core import FAIL, PASS, Checker, _caller_namespace
 from .exercises import Graded
 
@@ -15,6 +21,7 @@ RIGHT, WRONG = "#1a7f37", "#b3261e"  # the widgets' colours for a right and a wr
 
 class Quiz(Graded):
     has_hidden_tests = False
+    what_to_write = "your answer"  # what replaces the `...` of the placeholder, in the student's words
 
     def marks(self, answer):
         """[(label, ok, message)]: one mark (all or nothing) or one per item (a share each); or a
@@ -31,8 +38,14 @@ class Quiz(Graded):
         if answer is None:
             answer = _caller_namespace().get(self.name)
         if answer is None:
-            checker.stop(f"no answer named `{self.name}` is defined. Run the answer cell, then this test.", "no answer")
+            checker.stop(mode.not_defined(self.name, "answer"), "no answer")
             return checker.result()
+        if unanswered(answer):
+            checker.stop(f"not answered yet: replace each `...` in `{self.name}` with {self.what_to_write}, "
+                         "and delete the `raise NotImplementedError()` line under it.", "not implemented")
+            return checker.result()
+        if isinstance(answer, dict):  # the items still `...` are not answered
+            answer = {key: value for key, value in answer.items() if value is not Ellipsis}
         marks = self.marks(answer)
         if isinstance(marks, str):
             checker.stop(marks, "error")
@@ -51,6 +64,15 @@ class Quiz(Graded):
         title = w.HTML(f"<b>Exercise {self.number}: {self.title}</b> "
                        f"(practice; the graded answer is `{self.name}` below)")
         return w.VBox([title, *children])
+
+
+def unanswered(answer):
+    """Whether an answer is still the stub's placeholder: `...`, or a list, tuple or dict holding
+    nothing but `...`."""
+    if answer is Ellipsis:
+        return True
+    items = list(answer.values()) if isinstance(answer, dict) else answer if isinstance(answer, (list, tuple)) else None
+    return bool(items) and all(item is Ellipsis for item in items)
 
 
 def mark(ok, text="", css_class=None, tooltip=None):
