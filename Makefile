@@ -14,14 +14,15 @@ LAB_PORT  ?= 8888
 LAB_ARGS  ?=
 LAB_DIR   ?= course
 
-.PHONY: help install lab test notebooks release autograde grade validate bench capstone gpu-check test-browser clean
+.PHONY: help install lab test notebooks release autograde collect grade validate bench capstone gpu-check test-browser clean
 
 help:
 	@echo "make lab          open the course in JupyterLab (students)"
 	@echo "make test         install everything and run the whole test suite"
-	@echo "make grade        grade your own course/ notebooks (LESSON=05 for one lesson)"
+	@echo "make grade        grade your own course/ notebooks (LESSON=5 or LESSON=4,5 for some lessons)"
 	@echo "make release      regenerate course/ from solutions/ (instructors)"
-	@echo "make autograde    grade autograder/submitted/* into autograder/grades.csv (JOBS=N)"
+	@echo "make autograde    grade autograder/submitted/* into autograder/grades.csv (JOBS=N, STUDENT=, LESSON=, LESSONS=01-05)"
+	@echo "make collect      ZIP=submissions.zip: an LMS's zip of submissions into autograder/submitted/"
 	@echo "make validate     nbgrader validate on course/; fails when a test fails"
 	@echo "make capstone     train the PyTorch model (GPU when present) and write a report"
 	@echo "make bench        speed and throughput figures, side by side"
@@ -37,7 +38,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+# A student's JupyterLab: Jupyter reads tools/lab/ before its own configuration, which turns off
+# nbgrader's instructor tools and the Jupyter news pop-up, and gives nbgrader a student config.
+LAB_CONFIG := $(CURDIR)/tools/lab
 lab: $(STAMP)
+	JUPYTER_CONFIG_PATH="$(LAB_CONFIG)$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),)" \
 	$(BIN)/jupyter lab --notebook-dir=$(LAB_DIR) --ServerApp.port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 # Two runs: everything else on two workers, then the grading suites (marked nbgrader) in one
@@ -63,12 +68,26 @@ release: notebooks
 	$(BIN)/python -m autograder release
 
 JOBS ?= 1
+# Every kernel runs in a sandbox (bubblewrap, autograder/sandbox.py); where it cannot, autograde
+# stops and says what to install. SANDBOX=off grades without it (every row of grades.csv says so);
+# SANDBOX_MEMORY=4G, SANDBOX_PROCESSES, SANDBOX_OPEN_FILES, SANDBOX_FILE_SIZE, SANDBOX_CPU_TIME
+# change its limits. `make grade` uses it where it runs (SANDBOX=auto).
+# STUDENT=bob LESSON=01: regrade only those rows (every other row, page and report entry stays);
+# LESSONS=01-05: the assigned lessons (else autograder/assignments.csv, else the lessons submitted).
+STUDENT ?=
+LESSONS ?=
 autograde: $(STAMP)
-	$(BIN)/python -m autograder autograde --jobs $(JOBS)
+	$(BIN)/python -m autograder autograde --jobs $(JOBS) $(if $(STUDENT),--student "$(STUDENT)",) \
+	  $(if $(LESSON),--lesson "$(LESSON)",) $(if $(LESSONS),--lessons "$(LESSONS)",)
 
+# ZIP=submissions.zip: an LMS's "download all submissions" zip (Canvas's naming) into autograder/submitted/.
+collect: $(STAMP)
+	$(BIN)/python -m autograder collect --zip "$(ZIP)"
+
+# LESSON=4, LESSON=04, LESSON=4,5 or LESSON=04_cross_attention: grade only those lessons.
 LESSON ?=
 grade: $(STAMP)
-	$(BIN)/python -m autograder self $(if $(LESSON),--lesson $(LESSON),)
+	$(BIN)/python -m autograder self $(if $(LESSON),--lesson "$(LESSON)",)
 
 validate: $(STAMP)
 	$(BIN)/python -m autograder validate

@@ -3,7 +3,9 @@
 One job per module:
     cli.py            the command line (release, autograde, self, validate)
     pipeline.py       typed jobs and rows; grading one job, grading them all (JOBS=N, progress bar)
-    sandbox.py        one grading task in a process of its own, with a time limit
+    sandbox.py        one grading task in a process of its own, with a time limit; its kernel in bubblewrap
+    jail.py           the launcher that starts a graded kernel inside bubblewrap, with its limits
+    settings.py       the sandbox's mode (SANDBOX=on/auto/off) and limits (SANDBOX_MEMORY, …)
     integrity.py      the private snapshot of the course; restoring changed files; finding the culprit
     nbgrader_glue.py  nbgrader's configuration, API and calls (generate_assignment, autograde, feedback)
     audit.py          the static audit of a submission, before it runs

@@ -2,8 +2,12 @@
 
     python -m autograder release [--lesson 05]         # solutions/ -> course/ (nbgrader generate_assignment)
     python -m autograder autograde [--jobs N]          # every submission in autograder/submitted/
+    python -m autograder autograde --student bob --lesson 01   # regrade only those rows
+    python -m autograder collect --zip submissions.zip # an LMS's zip into autograder/submitted/
     python -m autograder self [--lesson 05]            # a self-learner grades their own course/
     python -m autograder validate [NOTEBOOK ...]       # nbgrader's validator; exit 1 when a test fails
+
+A lesson is named by its number (5 or 05) or its name (05_block_ordering); --lesson 4,5 names two.
 
 `make release`, `make autograde`, `make grade` and `make validate` run these. Each submission is
 graded by nbgrader in a scratch course directory of its own, in a child process with a time
@@ -13,11 +17,11 @@ graded, and the submitted files are never modified (see pipeline.py).
 
 import argparse
 import shutil
-import time
+import sys
 from pathlib import Path
 
-from . import nbgrader_glue, pipeline, reports
-from .course import COURSE, HERE, ROOT, lessons, matching
+from . import classroom, collection, course, due, nbgrader_glue, pipeline, reports, sandbox, settings
+from .course import COURSE, HERE, ROOT, lessons
 
 
 def parser():
@@ -28,11 +32,18 @@ def parser():
     c.add_argument("--lesson")
     c = sub.add_parser("autograde")
     c.add_argument("--jobs", type=int, default=1)
-    c.add_argument("--lesson", action="append")
-    c.add_argument("--student", action="append")
+    c.add_argument("--lesson", action="append", help="grade only these lessons (every other row stays as it is)")
+    c.add_argument("--student", action="append", help="grade only these students (every other row stays as it is)")
     c.add_argument("--submitted", default=str(HERE / "submitted"))
     c.add_argument("--out", default=str(HERE), help="where autograded/, feedback/, grades.csv and report.md go")
     c.add_argument("--keep-demos", action="store_true", help="also run the demonstration cells (slower)")
+    c.add_argument("--lessons", help="the assigned lessons, e.g. 01-05 (else assignments.csv, else those submitted)")
+    c.add_argument("--roster", default=str(HERE / "students.csv"), help="nbgrader's student CSV: id,first_name,…")
+    c.add_argument("--assignments", default=str(HERE / "assignments.csv"), help="nbgrader's assignment CSV: name,duedate")
+    c = sub.add_parser("collect")
+    c.add_argument("--zip", required=True, help="the zip of every submission an LMS gives (Canvas's naming)")
+    c.add_argument("--submitted", default=str(HERE / "submitted"))
+    c.add_argument("--roster", default=str(HERE / "students.csv"))
     c = sub.add_parser("self")
     c.add_argument("--lesson", action="append")
     c.add_argument("--course", default=str(COURSE))
@@ -43,25 +54,9 @@ def parser():
 
 
 def autograde(args):
-    """Grade every submission; grades.csv, report.md and the feedback. Exit 1 when one failed."""
-    out = pipeline.Outputs.under(args.out)
-    jobs = pipeline.find_submissions(args.submitted, args.student, args.lesson)
-    for job in jobs:
-        job.keep_demos = args.keep_demos
-    if not jobs:
-        print(f"No submissions found under {args.submitted}/<student>/<lesson>/<lesson>.ipynb")
-    start = time.time()
-    rows, maxima = pipeline.grade_all(jobs, out, args.jobs, submitted=args.submitted)
-    csv_path, report_path = Path(args.out) / "grades.csv", Path(args.out) / "report.md"
-    reports.write_csv(rows, maxima, csv_path)
-    reports.write_report(rows, maxima, out, report_path)
-    reports.write_timings(rows, out.work / "timings.json")
-    failed = [r for r in rows if r.status.startswith(("failed", "tampered"))]
-    print(f"Graded {len(rows) - len(failed)} of {len(rows)} submissions in {time.time() - start:.0f} s; "
-          f"grades in {csv_path}, cohort report in {report_path}, feedback in {out.feedback}")
-    for r in failed:
-        print(f"  {r.student_id}/{r.assignment}: {r.status}")
-    return 1 if failed else 0
+    """Grade what is due (classroom.py): grades.csv, report.md and the feedback, from the gradebook.
+    Exit 1 when a submission of this run failed."""
+    return classroom.run(args, sandbox_mode("on"))
 
 
 def grade_self(args):
@@ -71,31 +66,62 @@ def grade_self(args):
     if staging.exists():
         shutil.rmtree(staging)
     me = staging / "me"
-    chosen = matching(args.lesson)
-    if not chosen:
-        raise SystemExit(f"no lesson matches {args.lesson}; lessons: {', '.join(lessons())}")
+    chosen = chosen_lessons(args.lesson)
     for lesson in chosen:
         src = Path(args.course) / lesson / f"{lesson}.ipynb"
         if src.exists():
             (me / lesson).mkdir(parents=True)
             shutil.copyfile(src, me / lesson / f"{lesson}.ipynb")
     jobs = pipeline.find_submissions(staging, None, chosen) or [pipeline.Job("me", lesson) for lesson in chosen]
-    rows, maxima = pipeline.grade_all(jobs, out, 1, submitted=staging)
+    rows, maxima = pipeline.grade_all(jobs, out, 1, submitted=staging, sandbox_mode=sandbox_mode("auto"))
     reports.write_csv(rows, maxima, Path(args.out) / "grades.csv")
+    if rows and rows[0].sandbox.startswith("off"):
+        print(f"Graded without the sandbox: {rows[0].sandbox}")
     reports.print_table(rows, maxima, out)
-    print(f"\nFeedback pages: {out.feedback / 'me'}/<lesson>/<lesson>.html")
+    reports.print_feedback_pages(rows, out)
     return 0
+
+
+def sandbox_mode(default):
+    try:
+        return settings.mode(default)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
+def chosen_lessons(specs):
+    """The lessons --lesson names (every lesson without it); exit with the list of lessons when one
+    names no lesson."""
+    try:
+        return course.chosen(specs)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 def main(argv):
     args = parser().parse_args(argv)
+    if getattr(args, "out", None):  # nbgrader's scratch courses need it absolute
+        args.out = str(Path(args.out).resolve())
     if args.command == "release":
-        nbgrader_glue.release(args.lesson)
+        for lesson in chosen_lessons([args.lesson]) if args.lesson else [None]:
+            nbgrader_glue.release(lesson)
+        return 0
+    if args.command == "collect":
+        if not Path(args.zip).is_file():
+            raise SystemExit(f"error: no zip at {args.zip} (make collect ZIP=path/to/submissions.zip)")
+        for note in collection.import_canvas_zip(args.zip, args.submitted, lessons(), due.read_roster(args.roster)):
+            print(note)
         return 0
     if args.command == "validate":
         return nbgrader_glue.validate(args.notebooks or [COURSE / l / f"{l}.ipynb" for l in lessons()])
-    if args.command == "autograde":
-        return autograde(args)
-    if args.command == "self":
-        return grade_self(args)
+    try:
+        if args.command == "autograde":
+            return autograde(args)
+        if args.command == "self":
+            return grade_self(args)
+    except sandbox.Unavailable as exc:
+        print(f"error: student code is graded in a sandbox, and it cannot run here: {exc}.\n"
+              "Install what it needs, or grade without it, knowingly, with SANDBOX=off "
+              "(grades.csv then says so in every row).", file=sys.stderr)
+        return 2
     return 2

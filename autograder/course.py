@@ -20,6 +20,36 @@ def matching(only):
     return [lesson for lesson in lessons() if not only or any(lesson.startswith(x) for x in only)]
 
 
+def chosen(specs):
+    """The lessons that `specs` name (the values of --lesson, each one or several lessons separated
+    by commas or spaces: "4", "04", "4,5", "01-05", "04_cross_attention"), in course order; every lesson when
+    there are none. A name that is no lesson raises ValueError with the list of lessons."""
+    wanted = [word for spec in specs or () for word in spec.replace(",", " ").split()]
+    wanted = [str(k) for word in wanted for k in _expand_range(word)]
+    every = lessons()
+    if not wanted:
+        return every
+    picked, unknown = set(), []
+    for word in wanted:
+        if word.isdigit():  # "4", "04" and "004" are Lesson 4; "1" is not Lesson 10
+            hits = [lesson for lesson in every if int(lesson.split("_")[0]) == int(word)]
+        else:
+            hits = [lesson for lesson in every if lesson.startswith(word)]
+        picked.update(hits)
+        if not hits:
+            unknown.append(word)
+    if unknown:
+        raise ValueError(f"no lesson {', '.join(unknown)}. The lessons are {', '.join(every)}; "
+                         "name them by number (4, 04, or several: 4,5) or by name (04_cross_attention).")
+    return [lesson for lesson in every if lesson in picked]
+
+
+def _expand_range(word):
+    """'01-05' -> 1, 2, 3, 4, 5 (a range of lesson numbers, both ends included); any other word as it is."""
+    bounds = re.fullmatch(r"(\d+)-(\d+)", word)
+    return range(int(bounds[1]), int(bounds[2]) + 1) if bounds else [word]
+
+
 @dataclass(frozen=True)
 class SourceFacts:
     """What grading needs to know about a lesson's source notebook."""

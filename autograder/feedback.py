@@ -1,6 +1,7 @@
 """A feedback step (an nbconvert preprocessor run by nbgrader's generate_feedback): each test
 cell's check record is shown as a short table of its parts and their cases, visible and hidden,
-with the misconceptions found, instead of the record's one-line summary."""
+with the misconceptions found, instead of the record's one-line summary. (The page around it:
+feedback_exporter.py.)"""
 
 from html import escape
 

@@ -28,9 +28,11 @@ class Integrity:
     """The files grading relies on, remembered before grading and restored if a submission
     changes them: the snapshot of the course (its lib/, solutions/ and autograder code), the
     template gradebook, every submission, and the start-up hooks of the Python environment
-    (.pth files, sitecustomize)."""
+    (.pth files, sitecustomize). With watch_site=False (kernels in the sandbox, which shows them the
+    Python environment read-only), the environment is left out: a change there cannot come from a
+    submission, and no student is blamed for someone installing a package meanwhile."""
 
-    def __init__(self, submitted, template, course):
+    def __init__(self, submitted, template, course, watch_site=True):
         self.roots = [Path(course), Path(template)] + ([Path(submitted)] if submitted else [])
         self.files = {}
         for root in self.roots:
@@ -38,7 +40,8 @@ class Integrity:
                 if path.is_file() and "__pycache__" not in path.parts:
                     self.files[path] = path.read_bytes()
         self.stats = {p: self._stat(p) for p in self.files}
-        self.site = self._site_listing()
+        self.watch_site = watch_site
+        self.site = self._site_listing() if watch_site else set()
 
     @staticmethod
     def _stat(path):
@@ -72,7 +75,7 @@ class Integrity:
                 if path.is_file() and path not in self.files and "__pycache__" not in path.parts:
                     changed.append(f"{path} (new)")
                     path.unlink()
-        for extra in self._site_listing() - self.site:
+        for extra in (self._site_listing() - self.site) if self.watch_site else ():
             changed.append(f"{extra} (new)")
             shutil.rmtree(extra, ignore_errors=True) if os.path.isdir(extra) else os.remove(extra)
         return changed

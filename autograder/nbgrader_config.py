@@ -10,6 +10,7 @@ autograder/submitted/<student>/<lesson>/<lesson>.ipynb.
 """
 
 import os
+import sys
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
@@ -35,15 +36,30 @@ c.OverwriteCells.add_missing_cells = True
 c.Execute.timeout = int(os.environ.get("GRADE_CELL_TIMEOUT", "60"))
 c.Execute.interrupt_on_timeout = True
 # Before the first cell, snapshot what the checks rely on (encdec.checks.guard), so that a
-# notebook that replaces NumPy functions, checkers or reference code scores zero.
+# notebook that replaces NumPy functions, checkers or reference code scores zero; and tell the
+# checks that the grader runs them (encdec.checks.mode): every cell has run already, so a missing
+# answer is missing from the notebook, not a cell the student has yet to run.
 c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
-    "--IPKernelApp.exec_lines=['import encdec.checks.guard as _course_guard; _course_guard.take()']",
+    "--IPKernelApp.exec_lines=['import encdec.checks.mode as _course_mode; _course_mode.start_grading()', "
+    "'import encdec.checks.guard as _course_guard; _course_guard.take()']",
 ]
 
-# Feedback: never show the hidden tests' source.
+# Feedback: never show the hidden tests' source; show each check's record as a table; build the
+# page with formulas as MathML (it reads offline) and the exercises named (feedback_exporter.py).
+# nbgrader's own `generate_feedback`, run from autograder/, imports them from the repository root.
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "autograder.feedback.RecordsAsHTML",
 ]
+c.GenerateFeedback.exporter_class = "autograder.feedback_exporter.FeedbackExporter"
+
+# Late work: the due dates are nbgrader's (autograder/assignments.csv, imported into the gradebook,
+# or `nbgrader db assignment add NAME --duedate=...`), the time is nbgrader's timestamp.txt beside
+# a submission. The penalty is nbgrader's LateSubmissionPlugin: 'none' (late work is marked, not
+# penalised) or 'zero'; a plugin of your own goes in c.AssignLatePenalties.plugin_class.
+c.LateSubmissionPlugin.penalty_method = "none"

@@ -6,6 +6,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from . import sandbox
 from .course import COURSE, HERE, ROOT, SOLUTIONS, matching
 
 # Added to nbgrader's feedback steps when the course grades (not when nbgrader's own commands run).
@@ -46,8 +47,9 @@ def scratch_config(root, release, course=ROOT):
                          release_directory=str(release),
                          submitted_directory="submitted", autograded_directory="autograded",
                          feedback_directory="feedback", db_url=f"sqlite:///{root / 'gradebook.db'}")
-    config.GenerateFeedback.preprocessors = list(config.GenerateFeedback.preprocessors) + FEEDBACK_STEPS
-    return config
+    steps = list(config.GenerateFeedback.preprocessors)
+    config.GenerateFeedback.preprocessors = steps + [s for s in FEEDBACK_STEPS if s not in steps]
+    return sandbox.configure_kernel(config)  # in a sandboxed job, its kernels start in the sandbox
 
 
 def gradebook_url(folder):

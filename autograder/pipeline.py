@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import integrity, nbgrader_glue, sandbox
+from . import collection, integrity, nbgrader_glue, sandbox
 from .audit import audit_notebook
 from .course import matching, source_facts
 
@@ -40,6 +40,8 @@ class Job:
     note: str = None  # said after "graded", e.g. that it came under another name
     keep_demos: bool = False  # also run the cells tagged `demo` (slower; scores are the same)
     timeout: int = None  # seconds for the whole notebook; None: GRADE_TIMEOUT, else DEFAULT_TIMEOUT
+    timestamp: object = None  # when it was submitted (datetime, UTC), from nbgrader's timestamp.txt
+    late: bool = False  # marked late where it was collected (an LMS's _LATE_ file name)
 
 
 @dataclass
@@ -53,6 +55,11 @@ class Row:
     score: float = 0.0  # the sum of cells; 0 unless graded
     max_score: float = 0.0  # the lesson's points
     seconds: float = 0.0  # wall time spent on this job
+    sandbox: str = ""  # how the kernel was contained (sandbox.describe), or "off (…)"
+    attempts: int = 0  # how many different files the student submitted for the lesson (gradebook.py)
+    late: bool = False  # submitted after the due date (nbgrader's), or marked late by the LMS
+    penalty: float = 0.0  # nbgrader's late-submission penalty, already taken off the score
+    submitted_at: str = ""  # the submission's timestamp, when one was given
 
     @property
     def graded(self):
@@ -84,33 +91,14 @@ class Setup:
     template: Path  # the gradebook generate_assignment prepared, and its release/
     facts: dict  # lesson -> course.SourceFacts
     out: Outputs
+    jail: object = None  # sandbox.Jail, or None when kernels run without the sandbox
 
 
 # -- jobs ---------------------------------------------------------------------------------------------
 def find_submissions(submitted, students=None, only_lessons=None):
-    """One job per (student, lesson): the notebook's bytes, or none with the reason."""
-    jobs = []
-    chosen = matching(only_lessons)
-    student_dirs = sorted(p for p in Path(submitted).iterdir() if p.is_dir()) if Path(submitted).exists() else []
-    for sdir in student_dirs:
-        if students and sdir.name not in students:
-            continue
-        for lesson in chosen:
-            job = Job(sdir.name, lesson)
-            expected = sdir / lesson / f"{lesson}.ipynb"
-            found = sorted((sdir / lesson).glob("*.ipynb")) if (sdir / lesson).is_dir() else []
-            if expected.is_file():
-                job.path = expected
-            elif len(found) == 1:  # one notebook under another name: grade it, and say so
-                job.path = found[0]
-                job.note = f"submitted as {found[0].name}, expected {lesson}.ipynb"
-            elif (sdir / lesson).is_dir():
-                job.status = (f"failed: no notebook named {lesson}.ipynb"
-                              + (f" (found {', '.join(p.name for p in found)})" if found else " (the lesson folder is empty)"))
-            if job.path is not None:
-                job.raw = job.path.read_bytes()
-            jobs.append(job)
-    return jobs
+    """One job per (student, lesson): the notebook's bytes, or none with the reason (collection.py
+    decides which file is the submission; `make autograde` also prints its notes)."""
+    return collection.collect(submitted, matching(only_lessons), students).jobs
 
 
 def check_notebook_bytes(raw):
@@ -175,7 +163,7 @@ def grade_job(job, setup):
         spec = {"root": str(root), "lesson": job.lesson, "student": job.student,
                 "release": str(setup.template / "release"), "course": str(setup.course)}
         outcome = sandbox.run(nbgrader_glue.autograde_submission, spec, workdir=root,
-                              library=setup.course / "lib", timeout=timeout, warm=WARM)
+                              library=setup.course / "lib", timeout=timeout, warm=WARM, jail=setup.jail)
         if outcome.failure:
             row.status = outcome.failure
             return row
@@ -210,16 +198,32 @@ def _totals(row, maxima):
     return row
 
 
-def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None):
+def start_sandbox(mode, course):
+    """(Jail or None, what grades.csv records about it) for SANDBOX=mode ('on', 'auto', 'off').
+    Raises sandbox.Unavailable when mode is 'on' and the sandbox cannot run here."""
+    if mode == "off":
+        return None, "off (SANDBOX=off)"
+    try:
+        jail = sandbox.start(course / "lib", launcher_path=course / "autograder" / "jail.py")
+    except sandbox.Unavailable as exc:
+        if mode == "on":
+            raise
+        return None, f"off (not available here: {exc})"
+    return jail, jail.description
+
+
+def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None, sandbox_mode="on"):
     """Grade the jobs with up to jobs_n in parallel; returns (rows in job order, maxima), maxima
-    being {lesson: {grade_id: points}}."""
+    being {lesson: {grade_id: points}}. sandbox_mode: 'on' (raises sandbox.Unavailable where
+    the sandbox cannot run), 'auto' or 'off'; every row records which it was."""
     out.work.mkdir(parents=True, exist_ok=True)
     nbgrader_glue.put_venv_on_path()
     course = integrity.snapshot_course(out.work)
+    jail, contained = start_sandbox(sandbox_mode, course)
     template = nbgrader_glue.prepare_template(out.work, course)
     maxima = {lesson: nbgrader_glue.max_points(template, lesson) for lesson in matching(None)}
-    setup = Setup(course, template, {lesson: source_facts(lesson) for lesson in matching(None)}, out)
-    guard = integrity.Integrity(submitted, template, course)
+    setup = Setup(course, template, {lesson: source_facts(lesson) for lesson in matching(None)}, out, jail)
+    guard = integrity.Integrity(submitted, template, course, watch_site=jail is None)
     rows = [None] * len(jobs)
     bar = None
     if progress and jobs:
@@ -247,4 +251,6 @@ def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None):
         rows[i] = Row(row.assignment, row.student_id, tampered, seconds=row.seconds) if tampered else row
     if bar:
         bar.close()
+    for row in rows:
+        row.sandbox = contained
     return [_totals(row, maxima) for row in rows], maxima

@@ -4,7 +4,8 @@ A synthetic class: every student submits every lesson, each notebook one of the 
 mutant (a different catalog mistake in every exercise), a correct alternative, or the untouched
 release. It is graded with `python -m autograder autograde --jobs 2`; the rows give the throughput, the
 seconds per notebook for each lesson, and whether every mutant lost its exercise's points and
-every alternative earned full marks. quick=True grades 6 students instead of 100.
+every alternative earned full marks. quick=True grades 6 students instead of 100. Each kernel runs
+in the sandbox (SANDBOX=off in the environment: without it); bench_sandbox.py measures its cost.
 """
 
 import json
@@ -67,7 +68,10 @@ def run(quick=False):
             alts = [r for key, r in rows.items() if expected[key][0] == "alternative" and key[1] == lesson]
             accepted += bool(alts) and all(float(r[col]) == ex.points for r in alts)
     group = f"grading: {n_students} students x {len(lessons())} lessons, JOBS=2"
+    sandbox = sorted({r.get("sandbox", "") for r in rows.values()})
     out = [
+        {"group": group, "name": "student code ran in", "value": "; ".join(sandbox)[:60], "unit": "",
+         "note": "SANDBOX=off measures without the sandbox; bench_sandbox.py measures both side by side"},
         {"group": group, "name": "notebooks graded", "value": n, "unit": "notebooks",
          "note": f"exit code {code}; {len(wrong_rows)} rows differ from the checkers' own scores"},
         {"group": group, "name": "wall time", "value": wall / 60, "unit": "minutes"},

@@ -9,6 +9,10 @@ the same class, so the tests can also show that honest students' grades are unaf
 import contextlib
 import importlib
 import io
+import os
+import socket
+import threading
+import uuid
 
 import nbformat
 
@@ -19,6 +23,8 @@ from nbtools import (autograde, cell, checks_module, course_copy, graded_cells, 
 LESSONS = lessons()
 FIRST = LESSONS[0]
 CELL_TIMEOUT, NOTEBOOK_TIMEOUT = 20, 90
+# The class is graded in the sandbox unless SANDBOX=off (which shows the sandbox's tests failing).
+SANDBOXED = os.environ.get("SANDBOX", "on") != "off"
 
 
 def unit_score(exercise, impl):
@@ -145,14 +151,176 @@ def adversaries(expected_wrong):
         ("patches-at-runtime", edit(base, first_answer, append(
             "vars(np)['isclose'] = lambda a, b, **k: np.ones(np.broadcast(a, b).shape, bool)")),
          {"cells": {k: 0.0 for k in full}}),
+        # in the sandbox the library is read-only and the gradebook out of sight: the write fails,
+        # and the notebook is graded as if it had not tried; without it, the third line of defence
+        # (integrity.py) or the gradebook's damage stops it
         ("writes-library", edit(sol, first_answer, append(
             "import encdec, os\nmode = 'a'\n"
             "open(os.path.join(os.path.dirname(encdec.__file__), 'attention.py'), mode).write('\\nraise SystemExit\\n')")),
-         {"status": "tampered: the notebook changed files outside its own folder"}),
+         {"cells": full} if SANDBOXED else {"status": "tampered: the notebook changed files outside its own folder"}),
         ("writes-gradebook", edit(sol, first_answer, append(
-            "mode = 'w'\nopen('../../../gradebook.db', mode).write('gone')")), {"status": "failed"}),
+            "mode = 'w'\nopen('../../../gradebook.db', mode).write('gone')")),
+         {"cells": full} if SANDBOXED else {"status": "failed"}),
     ]
     return cases
+
+
+# -- students who attack the machine (the sandbox's tests, tests/test_sandbox.py) ------------------------
+# Each hides its attack from the static audit (no subprocess, no signal, no literal write mode) and
+# keeps to a bounded size, so that a run with SANDBOX=off shows the tests failing without harm.
+SECRET = "SECRET-" + uuid.uuid4().hex[:12]  # in the victim's notebook; nobody else may read it
+TOKEN = uuid.uuid4().hex[:12]  # names what the attackers leave behind
+
+
+def _hostile(code):
+    """The solution of the first lesson with `code` run at the end of its first answer cell."""
+    sol = solution(FIRST)
+    answer = checks_module(FIRST).EXERCISES[0].answer_cell
+    return edit(sol, answer, lambda c, nb: setattr(c, "source", c.source + "\n" + code))
+
+
+SURVIVOR = f"""
+import os as _os, sys as _sys
+if _os.fork() == 0:  # a process of its own session, with a name the grader does not know
+    _os.setsid()
+    _os.execv(_sys.executable, [_sys.executable, "-c", "import time; time.sleep(3600)", "survivor-{TOKEN}"])
+"""
+
+READER = f"""
+import os as _os
+_mine = _os.path.abspath("{FIRST}.ipynb")
+_seen, _others, _secrets, _hidden, _books, _graders = 0, 0, set(), 0, 0, 0
+for _top in [_os.path.abspath("../" * 6), "/root", "/home", "/tmp", "/work"]:
+    for _dir, _subdirs, _files in _os.walk(_top):
+        _subdirs[:] = [d for d in _subdirs if d not in ("proc", "sys", ".venv", ".pyenv", ".git", "node_modules")]
+        for _f in _files:
+            _seen += 1
+            _p = _os.path.join(_dir, _f)
+            if _f == "gradebook.db":
+                _books += 1
+            if _f.endswith(".ipynb") and _p != _mine:
+                try:
+                    _text = open(_p, errors="replace").read()
+                except OSError:
+                    continue
+                _others += 1
+                _hidden += ("BEGIN HIDDEN " + "TESTS") in _text  # split: nbgrader reads the marker in any cell
+                _secrets |= {{w[:19] for w in _text.split() if w.startswith("SECRET-")}}
+        if _seen > 200000:
+            break
+for _pid in [p for p in _os.listdir("/proc") if p.isdigit()]:
+    try:
+        _graders += "autograder" in open(f"/proc/{{_pid}}/cmdline").read()
+    except OSError:
+        pass
+print(f"READ others={{_others}} hidden={{_hidden}} gradebooks={{_books}} graders={{_graders}} secrets={{sorted(_secrets)}}")
+"""
+
+WRITER = f"""
+import os as _os, encdec as _e
+_mode = "w"
+_wrote = []
+for _target in ["../../../../../../escaped-{TOKEN}", "/tmp/escaped-{TOKEN}", _os.path.expanduser("~/escaped-{TOKEN}"),
+                "/root/escaped-{TOKEN}", _os.path.join(_os.path.dirname(_os.__file__), "escaped-{TOKEN}"),
+                _os.path.join(_os.path.dirname(_e.__file__), "escaped-{TOKEN}")]:
+    try:
+        with open(_target, _mode) as _f:
+            _f.write("written by a submission")
+        _wrote.append(_os.path.abspath(_target))
+    except OSError:
+        pass
+print("WROTE", _wrote)
+"""
+
+
+def _network(port):
+    return f"""
+import socket as _socket
+try:
+    with _socket.create_connection(("127.0.0.1", {port}), timeout=3) as _c:
+        _c.sendall(b"stolen-{TOKEN}")
+    print("CONNECTED")
+except OSError as _e:
+    print("NO NETWORK", _e)
+"""
+
+
+FORK_BOMB = """
+import os as _os, time as _time
+_children = 0
+try:
+    for _ in range(600):  # bounded: a run without the sandbox must survive it
+        if _os.fork() == 0:
+            _time.sleep(20)
+            getattr(_os, "_ex" + "it")(0)
+        _children += 1
+except OSError as _e:
+    print("fork failed after", _children, _e)
+print("FORKED", _children)
+"""
+
+MEMORY_BOMB = """
+_hoard = []
+for _ in range(48):  # 3 GiB, bounded, each chunk written so the memory is really taken
+    _hoard.append(b"x" * (64 << 20))
+print("HOARDED", len(_hoard) * 64, "MiB")
+del _hoard
+"""
+
+DISK_FILLER = """
+import os as _os
+_mode, _chunk, _written = "wb", b"x" * (64 << 20), 0
+try:
+    for _i in range(40):  # 2.5 GiB in files of 64 MiB, each under the file-size limit
+        with open(f"fill-{_i}.bin", _mode) as _f:
+            _f.write(_chunk)
+        _written += 64
+except OSError as _e:
+    print("write failed", _e)
+print("FILLED", _written, "MiB")
+"""
+
+
+class LoopbackServer:
+    """A TCP server on 127.0.0.1 that records who connects (a submission must not reach it)."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.received = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(3)
+                try:
+                    self.received.append(conn.recv(100))
+                except OSError:
+                    self.received.append(b"")
+
+
+def machine_attackers(server):
+    """(student, notebook, expected) of the sandbox's tests, all on the first lesson."""
+    full = full_marks(solution(FIRST))
+    victim = solution(FIRST)
+    victim.cells.append(nbformat.v4.new_markdown_cell(f"My notes: {SECRET}"))
+    return [
+        ("victim", victim, {"cells": full}),
+        ("survivor", _hostile(SURVIVOR), {"cells": full}),
+        ("reader", _hostile(READER), {"cells": full}),
+        ("writer", _hostile(WRITER), {"cells": full}),
+        ("network", _hostile(_network(server.port)), {"cells": full}),
+        ("fork-bomb", _hostile(FORK_BOMB), {"status": "failed: process limit of 256 exceeded"}),
+        ("memory-bomb", _hostile(MEMORY_BOMB), {"status": "failed: memory limit of 2 GiB exceeded"}),
+        ("disk-filler", _hostile(DISK_FILLER), {"status": "failed: memory limit of 2 GiB exceeded"}),
+    ]
 
 
 def build_and_grade(tmp_path_factory):
@@ -184,6 +352,10 @@ def build_and_grade(tmp_path_factory):
     for student, nb, exp in adversaries(wrong):
         write_submission(submitted, student, FIRST, nb)
         expected[(student, FIRST)] = exp
+    server = LoopbackServer()
+    for student, nb, exp in machine_attackers(server):
+        write_submission(submitted, student, FIRST, nb)
+        expected[(student, FIRST)] = exp
     # a misnamed notebook is graded (and the row says so); a student with a lesson missing gets a row
     path = write_submission(submitted, "wrong-name", FIRST, solution(FIRST))
     path.rename(path.with_name("my_attention.ipynb"))
@@ -195,4 +367,4 @@ def build_and_grade(tmp_path_factory):
     code, rows, output = autograde(submitted, out, jobs=2, root=root,
                                    env={"GRADE_CELL_TIMEOUT": str(CELL_TIMEOUT), "GRADE_TIMEOUT": str(NOTEBOOK_TIMEOUT)})
     return {"code": code, "rows": rows, "output": output, "expected": expected, "out": out,
-            "root": root, "submitted": submitted, "mutants": mutants_used}
+            "root": root, "submitted": submitted, "mutants": mutants_used, "server": server}

@@ -103,7 +103,8 @@ def course_copy(dest):
     import shutil
     dest = Path(dest)
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".work", "submitted", "autograded",
-                                    "feedback", "gradebook.db", "grades.csv", "report.md")
+                                    "feedback", "gradebook.db", "grades.csv", "report.md", "attempts",
+                                    "students.csv", "assignments.csv")
     for folder in ("autograder", "lib", "solutions", "course"):
         shutil.copytree(ROOT / folder, dest / folder, ignore=ignore)
     return dest

@@ -1,0 +1,92 @@
+"""The feedback page as a whole: nbgrader's feedback template, made to read offline and to name
+things. nbgrader_config.py makes FeedbackExporter GenerateFeedback's exporter, so `make autograde`
+and `nbgrader generate_feedback` write the same pages.
+
+- formulas are rendered to MathML when the page is built (browsers draw MathML without any script),
+  and the MathJax that nbgrader's template loads from the internet is left out;
+- the table of contents names each exercise ("Exercise 1.2 scaled_dot_product_attention"), from the
+  checkers' records, instead of "Test cell";
+- every line wraps, the "Likely cause" lines included;
+- the lesson's diagrams (`../figures/*.svg`, which are not beside a feedback page) are embedded in it.
+"""
+
+import base64
+import re
+from html import escape
+from pathlib import Path
+
+import nbformat
+from nbconvert.exporters import HTMLExporter
+
+from . import records
+
+FIGURES = Path(__file__).resolve().parent.parent / "course" / "figures"
+FIGURE_LINK = re.compile(r"\]\(\.\./figures/([\w.-]+\.svg)\)")
+MATH = re.compile(r"\$\$(.+?)\$\$|(?<![\\$])\$(?!\$)(.+?)(?<![\\$])\$", re.S)
+# MathJax from a CDN, and its configuration: dead weight once the formulas are MathML
+CDN_MATHJAX = re.compile(r'<script src="https?://[^"]*mathjax[^"]*">\s*</script>'
+                         r'|<script type="text/x-mathjax-config">.*?</script>', re.I | re.S)
+WRAP_CSS = """<style>
+/* the course's feedback: every line wraps, nothing hides past the right edge */
+.encdec-check, .encdec-check p, .encdec-check td { white-space: normal; overflow-wrap: anywhere; }
+.encdec-check table { table-layout: auto; max-width: 100%; }
+div.output_area pre, div.output_subarea, div.output_text pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+math[display="block"] { display: block; margin: .6em 0; overflow-x: auto; }
+</style>
+"""
+
+
+def math_to_mathml(text):
+    """Markdown with each $…$ and $$…$$ rendered as MathML, which browsers draw without any script
+    or network; a formula the converter cannot read stays as its TeX source, in code. Without
+    latex2mathml (requirements.txt) the text is returned as it is."""
+    try:
+        from latex2mathml.converter import convert
+    except ImportError:
+        return text
+
+    def one(m):
+        tex, block = (m.group(1), True) if m.group(1) is not None else (m.group(2), False)
+        try:
+            return convert(tex.strip(), display="block" if block else "inline")
+        except Exception:  # an unknown command: show the source rather than break the page
+            return f"<code>{escape(m.group(0))}</code>"
+    return MATH.sub(one, text)
+
+
+def embed_figures(text, folder=FIGURES):
+    """Markdown whose links to ../figures/NAME.svg carry the figure itself (a data URI), so that the
+    page shows it wherever it is opened; a figure that is not there keeps its link."""
+    def one(m):
+        path = folder / m.group(1)
+        if not path.is_file():
+            return m.group(0)
+        return f"](data:image/svg+xml;base64,{base64.b64encode(path.read_bytes()).decode()})"
+    return FIGURE_LINK.sub(one, text)
+
+
+def exercise_names(nb):
+    """{grade_id: 'Exercise 1.2 scaled_dot_product_attention'} from the checkers' records."""
+    names = {}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade"):
+            record = records.cell_record(cell)
+            if record is not None:
+                names[meta["grade_id"]] = f"Exercise {record.heading}"
+    return names
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader's feedback page with formulas as MathML, the exercises named and text that wraps."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        nb = nbformat.from_dict(nb)
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source = embed_figures(math_to_mathml(cell.source))
+        html, resources = super().from_notebook_node(nb, resources, **kw)
+        html = CDN_MATHJAX.sub("", html)
+        for grade_id, name in exercise_names(nb).items():
+            html = html.replace(f'<a href="#{grade_id}">Test cell</a>', f'<a href="#{grade_id}">{escape(name)}</a>')
+        return html.replace("</head>", WRAP_CSS + "</head>", 1), resources
