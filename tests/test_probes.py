@@ -535,3 +535,74 @@ def test_a_wrong_answer_is_still_checked_in_well_under_a_second():
         start = time.process_time()
         check(checker, answer, hidden=True)
         assert time.process_time() - start < 0.8, checker.__name__
+
+
+# -- kinds found by trying slips nobody designed the probes around -------------------------------------------
+def _attend(body):
+    """A CrossAttention whose attend is `body(self, query_input, K, V, mask)`."""
+    class CrossAttention(lesson02.attention.MultiHeadAttention):
+        def attend(self, query_input, K, V, mask=None):
+            return body(self, query_input, K, V, mask)
+    return CrossAttention
+
+
+def _heads(self, query_input, K, V, mask):
+    return cross_attention(split_heads(query_input @ self.W_q, self.n_heads), K, V, mask)
+
+
+@pytest.mark.parametrize("body,key,words", [
+    (lambda self, q, K, V, mask: (lambda h, w: (merge_heads(h) @ self.W_o, w))(
+        *cross_attention(split_heads(q @ self.W_q, self.n_heads), V, K, mask)),
+     "probe:extra:K_V_swapped", "the keys and the values are exchanged"),
+    (lambda self, q, K, V, mask: (lambda h, w: (q + merge_heads(h) @ self.W_o, w))(*_heads(self, q, K, V, mask)),
+     "probe:extra:residual", "the layer's input is added to its output"),
+])
+def test_keys_and_values_exchanged_or_a_residual_inside_attention_are_named(body, key, words, no_catalog):
+    no_catalog("CrossAttention")
+    score, text, keys = check(lesson04.check_attend, _attend(body))
+    assert score == 0 and key in keys and words in text, text
+
+
+def _block(call):
+    class DecoderBlock:
+        def __init__(self, d_model, n_heads, d_ff):
+            pass
+    DecoderBlock.__call__ = call
+    return DecoderBlock
+
+
+def _one_layer_for_both(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
+    x = x + self.cross_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask)[0]
+    out, weights = self.cross_attn(rms_norm(x, self.norm2_gamma), encoder_output, mask=cross_attn_mask)
+    x = x + out
+    return x + self.ffn(rms_norm(x, self.norm3_gamma)), weights
+
+
+def _ffn_residual_from_the_norm(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
+    x = x + self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask)[0]
+    out, weights = self.cross_attn(rms_norm(x, self.norm2_gamma), encoder_output, mask=cross_attn_mask)
+    h = rms_norm(x + out, self.norm3_gamma)
+    return h + self.ffn(h), weights
+
+
+def _cross_residual_from_the_norm(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
+    x = x + self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask)[0]
+    h = rms_norm(x, self.norm2_gamma)
+    out, weights = self.cross_attn(h, encoder_output, mask=cross_attn_mask)
+    x = h + out
+    return x + self.ffn(rms_norm(x, self.norm3_gamma)), weights
+
+
+@pytest.mark.parametrize("call,key,words", [
+    (_one_layer_for_both, "probe:masks:one_layer_for_both", "cross_attn was called 2 times and self_attn never"),
+    (_ffn_residual_from_the_norm, "probe:residual_from_norm:residual_ffn",
+     "the residual around the feed-forward network adds the sublayer's output to its normalised input"),
+    (_cross_residual_from_the_norm, "probe:residual_from_norm:residual_cross",
+     "the residual around cross-attention adds the sublayer's output to its normalised input"),
+])
+def test_decoder_block_wiring_slips_are_named(call, key, words, no_catalog):
+    no_catalog("DecoderBlock")
+    score, text, keys = check(lesson05.check_decoder_block, _block(call))
+    assert score < 4 and key in keys and words in text, text
+    # one attention layer for both is not the causal mask sent to cross-attention, though cross_attn got it
+    assert "probe:masks:causal_to_cross" not in keys
