@@ -175,8 +175,23 @@ def start(library, launcher_path=None, limits=None):
         reason = _probe(jail, library)
     if reason is not None:
         raise Unavailable(reason)
+    remove_stale_groups()
     compileall.compile_dir(str(library), quiet=1)  # the kernels cannot write their own .pyc files there
     return Jail(jail.bwrap, jail.launcher, jail.readonly, jail.limits, jail.cgroups, describe(jail))
+
+
+CGROUP_BASES = (Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
+
+
+def remove_stale_groups(bases=CGROUP_BASES):
+    """Remove the cgroups of grading runs that ended without closing them (a run killed mid-job),
+    killing what is left in them; a group is named autograder-<pid of its run>-<job>, and a run
+    whose pid is alive keeps its groups."""
+    for base in bases:
+        for group in base.glob("autograder-*-*") if base.is_dir() else ():
+            pid = group.name.split("-")[-2]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                _empty_and_remove(group)
 
 
 def _probe(jail, library):

@@ -167,6 +167,25 @@ def test_process_limit(tmp_path):
     assert breach == "failed: process limit of 20 exceeded (processes and threads at once)"
 
 
+def test_a_killed_runs_cgroups_are_removed_by_the_next_run():
+    """A grading run killed mid-job cannot close its cgroups; the next run removes the groups of runs
+    that are gone, and keeps those of a run still alive."""
+    base = Path("/sys/fs/cgroup/pids")
+    if not os.access(base, os.W_OK):
+        pytest.skip("no writable cgroup v1 pids hierarchy here")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale, alive = base / f"autograder-{int(dead.stdout)}-1", base / f"autograder-{os.getpid()}-999"
+    stale.mkdir()
+    alive.mkdir()
+    try:
+        sandbox.remove_stale_groups((base,))
+        assert not stale.exists() and alive.exists()
+    finally:
+        for group in (stale, alive):
+            if group.exists():
+                group.rmdir()
+
+
 def test_settings_read_from_the_environment():
     limits = Limits.from_environment({"SANDBOX_MEMORY": "512M", "SANDBOX_PROCESSES": "64", "SANDBOX_CPU_TIME": "30"})
     assert (limits.memory, limits.processes, limits.cpu_time) == (512 << 20, 64, 30)
