@@ -593,7 +593,16 @@ def _cross_residual_from_the_norm(self, x, encoder_output, self_attn_mask=None, 
     return x + self.ffn(rms_norm(x, self.norm3_gamma)), weights
 
 
+def _output_normalised_again(self, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
+    x = x + self.self_attn(rms_norm(x, self.norm1_gamma), mask=self_attn_mask)[0]
+    out, weights = self.cross_attn(rms_norm(x, self.norm2_gamma), encoder_output, mask=cross_attn_mask)
+    x = x + out
+    x = x + self.ffn(rms_norm(x, self.norm3_gamma))
+    return rms_norm(x, np.ones(x.shape[-1])), weights
+
+
 @pytest.mark.parametrize("call,key,words", [
+    (_output_normalised_again, "probe:output_norm:none", "the block's output is normalised again"),
     (_one_layer_for_both, "probe:masks:one_layer_for_both", "cross_attn was called 2 times and self_attn never"),
     (_ffn_residual_from_the_norm, "probe:residual_from_norm:residual_ffn",
      "the residual around the feed-forward network adds the sublayer's output to its normalised input"),

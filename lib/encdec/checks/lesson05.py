@@ -71,7 +71,8 @@ def _student_block(cls, source):
 def decoder_block_model(k, x, encoder_output, self_attn_mask=None, cross_attn_mask=None, *, post_norm=False):
     """DecoderBlock.__call__ (or decoder_block_post_norm) with knobs: without={"norm1", "norm2", "norm3",
     "residual_self", "residual_cross", "residual_ffn"}; residual_from_norm (pre-norm: the residual named
-    adds the sublayer's output to the normalised input instead of to x). k.obj is the block (norm gains changed by the probe)."""
+    adds the sublayer's output to the normalised input instead of to x); output_norm (pre-norm: the output
+    normalised again, with the gain named, or "none" for a gain of ones). k.obj is the block (norm gains changed by the probe)."""
     b = k.obj
     x = np.asarray(x, dtype=np.float64)
 
@@ -95,6 +96,9 @@ def decoder_block_model(k, x, encoder_output, self_attn_mask=None, cross_attn_ma
     x = sublayer(x, "norm1", "residual_self", lambda h: b.self_attn(h, mask=self_attn_mask)[0])
     x = sublayer(x, "norm2", "residual_cross", cross_attention)
     x = sublayer(x, "norm3", "residual_ffn", b.ffn)
+    if k.get("output_norm"):  # a norm the block does not have, applied to its output
+        gain = np.ones(b.d_model) if k["output_norm"] == "none" else getattr(b, k["output_norm"] + "_gamma")
+        x = layers.rms_norm(x, gain, b.eps)
     return x, cross["weights"]
 
 
@@ -201,7 +205,13 @@ def decoder_block_probes(block, post_norm=False):
              f"{DECODER_PARTS[residual][0]} adds the sublayer's output to its normalised input, "
              f"rms_norm(x, {norm}_gamma) + sublayer(...), instead of to x itself. In a pre-norm block the norm "
              "only feeds the sublayer; the residual stream x goes around it untouched: x = x + sublayer(rms_norm(x)).")
-            for norm, residual in (("norm1", "residual_self"), ("norm2", "residual_cross"), ("norm3", "residual_ffn"))])]),
+            for norm, residual in (("norm1", "residual_self"), ("norm2", "residual_cross"), ("norm3", "residual_ffn"))]),
+            Variants("output_norm", [
+                (gain, {"output_norm": gain},
+                 "the block's output is normalised again" + ("" if gain == "none" else f" (with {gain}_gamma)")
+                 + ". A pre-norm block returns the residual stream as it is, x + ffn(rms_norm(x, norm3_gamma)); the "
+                 "one norm after the last block is the decoder's final norm, outside the block.")
+                for gain in ("norm3", "norm1", "norm2", "none")])]),
         Causal(edit=(offset,), outputs=lambda v: v[0],
                when=(lambda block, *a: _causal_case(*a)) if post_norm else _causal_case, what="x"),
         NotFinite(),
