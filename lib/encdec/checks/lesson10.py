@@ -42,7 +42,7 @@ from .core import RTOL, RTOL32, Attempt, Case, Checker, compare, run_student, wi
 from .exercises import Exercise, Later
 from .fixtures import BOS, EOS, PAD, generator, random_model, randomize, source_batch
 from .ordering import Ordering, Step
-from .probes import Combos, DecodedRows, Finding, Probes, TorchShapeError, find_slip
+from .probes import Combos, DecodedRows, Finding, Probes, find_slip
 from .record import collected
 
 
@@ -1329,15 +1329,13 @@ def _decode_cached_probes():
     from .lesson09 import GREEDY_CHOICES, GREEDY_RIGHT
     # the rules of the output first (no decoding needed), then single slips only: each variant decodes again
     return Probes(_decoded_model, DecodedRows(_decoded_ids, _decoded_special),
-                  Combos("greedy", GREEDY_CHOICES, GREEDY_RIGHT, most=1), TorchShapeError())
-
-
-TORCH_ERRORS = Probes(None, TorchShapeError())
+                  Combos("greedy", GREEDY_CHOICES, GREEDY_RIGHT, most=1))
 
 
 def _error_cause(c, case, error):
-    """A shape error's tensors and step (TorchShapeError, or NumPy's ShapeError), as a Finding, or None."""
-    return find_slip(TORCH_ERRORS, Attempt(c.name, case, error=error))
+    """A shape error's tensors and step (TorchShapeError, or NumPy's ShapeError), as a Finding, or None:
+    the always-on error probes (probes.ERROR_PROBES) alone."""
+    return find_slip(None, Attempt(c.name, case, error=error))
 
 
 GREEDY_DECODE_CACHED = Exercise("10.6", "greedy_decode_cached", points=4,

@@ -914,13 +914,22 @@ def _fails(op, a, b):
 
 class ShapeError(Probe):
     """A shape error in the student's code: names the arrays, their shapes and the operation that
-    failed (e.g. "scores (2, 4, 3, 3) + mask (3, 5): they do not broadcast"). Always on."""
+    failed (e.g. "scores (2, 4, 3, 3) + mask (3, 5): they do not broadcast"). Always on. Arrays are
+    read from the failing frame; a subclass says which errors, which arrays and which reshapes it reads
+    (TorchShapeError)."""
 
     kind = "shape_error"
+    errors = (ValueError,)
+    words = _SHAPE_WORDS
+    reshapes = ("reshape",)
+    library = "NumPy"
+
+    def resolve(self, node, frame):
+        return _resolve(node, frame)
 
     def find(self, attempt, probes):
         exc = attempt.error
-        if not isinstance(exc, ValueError) or not any(w in str(exc) for w in _SHAPE_WORDS):
+        if not isinstance(exc, self.errors) or not any(w in str(exc) for w in self.words):
             return None
         tb = _student_frame(exc)
         if tb is None:
@@ -928,56 +937,69 @@ class ShapeError(Probe):
         frame = tb.tb_frame
         entry = traceback.extract_tb(tb, limit=1)[0]
         raw = linecache.getline(entry.filename, entry.lineno) or entry.line or ""
-        line = raw.strip()
-        snippet = line
+        snippet = raw.strip()
         if getattr(entry, "colno", None) is not None and entry.lineno == entry.end_lineno \
                 and raw[entry.colno:entry.end_colno].strip():
-            snippet = raw[entry.colno:entry.end_colno]
-        try:
-            tree = ast.parse(snippet.strip(), mode="eval")
-        except SyntaxError:
-            try:
-                tree = ast.parse(line.strip())
-            except SyntaxError:
-                return None
+            snippet = raw[entry.colno:entry.end_colno].strip()
+        tree = _parsed(snippet, raw.strip())
+        if tree is None:
+            return None
         for node in ast.walk(tree):
             if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-                a, b = _resolve(node.left, frame), _resolve(node.right, frame)
+                a, b = self.resolve(node.left, frame), self.resolve(node.right, frame)
                 if a is None or b is None:
                     continue
                 op = _OPS[type(node.op)]
-                why = _fails(op, a, b)
+                sa, sb = _shape_of(a), _shape_of(b)
+                why = _fails(op, _Shaped(sa), _Shaped(sb))
                 if why:
                     left, right = ast.unparse(node.left), ast.unparse(node.right)
-                    kind = "matmul" if op == "@" else "broadcast"
-                    return self.finding(attempt, kind, (
-                        f"`{left} {op} {right}` fails: {left} has shape {a.shape} and {right} has shape "
-                        f"{b.shape}; {why}. Print the shapes before that line and compare them with the "
-                        "shapes the docstring gives."))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "reshape":
-                a = _resolve(node.func.value, frame)
+                    return self.finding(attempt, "matmul" if op == "@" else "broadcast", (
+                        f"`{left} {op} {right}` fails: {left} has shape {sa} and {right} has shape {sb}; {why}. "
+                        "Print the shapes before that line and compare them with the shapes the docstring gives."))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in self.reshapes:
+                a = self.resolve(node.func.value, frame)
                 if a is not None:
                     name = ast.unparse(node.func.value)
                     return self.finding(attempt, "reshape", (
-                        f"`{ast.unparse(node)}` fails: {name} has shape {a.shape} ({a.size} numbers), which "
-                        "the shape asked for cannot hold. A reshape keeps the number of entries: check each "
-                        "size you pass (-1 lets NumPy work one out)."))
+                        f"`{ast.unparse(node)}` fails: {name} has shape {_shape_of(a)} ({int(np.prod(_shape_of(a)))} "
+                        "numbers), which the shape asked for cannot hold. A reshape keeps the number of entries: "
+                        f"check each size you pass (-1 lets {self.library} work one out)."))
         named = []
         for node in ast.walk(tree):
             if isinstance(node, (ast.Name, ast.Attribute)):
-                a = _resolve(node, frame)
+                a = self.resolve(node, frame)
                 text = ast.unparse(node)
                 if a is not None and text not in [n for n, _ in named]:
-                    named.append((text, a.shape))
+                    named.append((text, _shape_of(a)))
         if not named:
             return None
         shapes = ", ".join(f"{n} {s}" for n, s in named)
         return self.finding(attempt, "shapes", (
-            f"a shape error in `{snippet.strip()}`, where {shapes}. Compare these shapes with what the "
-            "operation needs (the docstring gives the shape of every input and output)."))
+            f"a shape error in `{snippet}`, where {shapes}. Compare these shapes with what the operation needs "
+            "(the docstring gives the shape of every input and output)."))
 
 
-ERROR_PROBES = [ShapeError()]
+def _parsed(*texts):
+    """The syntax tree of the first of `texts` that parses, as an expression or else as statements."""
+    for text in texts:
+        for mode in ("eval", "exec"):
+            try:
+                return ast.parse(text, mode=mode)
+            except SyntaxError:
+                continue
+    return None
+
+
+def _shape_of(x):
+    return tuple(int(s) for s in x.shape)
+
+
+class _Shaped:
+    """Only a shape (what _fails reads), for arrays and tensors alike."""
+
+    def __init__(self, shape):
+        self.shape, self.ndim = tuple(shape), len(shape)
 
 
 # -- kinds for gradients, training and decoding ------------------------------------------------------------
@@ -1155,9 +1177,7 @@ class DecodedRows(Property):
             return self.finding(attempt, "stopped_too_early", (
                 "your output stops while a row has not yet produced EOS (and max_len is not reached): stop "
                 "only when every row has ended, or after max_len tokens."))
-        if mine.shape[-1] == right.shape[-1] and np.any(np.all(mine != eos, axis=-1) & np.any(right == eos, axis=-1)):
-            return None  # the tokens themselves differ: no rule is broken
-        return None
+        return None  # no rule is broken: the tokens themselves differ
 
 
 _TORCH_SHAPE_WORDS = ("shapes cannot be multiplied", "must match the size", "size mismatch", "is invalid for input of size",
@@ -1185,86 +1205,22 @@ def _resolve_tensor(node, frame):
     return value if shape is not None and hasattr(value, "ndim") else None
 
 
-def _shape_of(x):
-    return tuple(int(s) for s in x.shape)
-
-
-class _Shaped:
-    """Only a shape (what _fails reads), for tensors of any library."""
-
-    def __init__(self, shape):
-        self.shape, self.ndim = tuple(shape), len(shape)
-
-
-class TorchShapeError(Probe):
+class TorchShapeError(ShapeError):
     """A torch shape error in the student's code (RuntimeError: "mat1 and mat2 shapes cannot be
     multiplied", "The size of tensor a (5) must match ...", "shape '[2, 3]' is invalid for input of
     size 8"): names the tensors, their shapes and the step that failed, like ShapeError for NumPy.
     Tensors are read from the failing frame (names and attribute chains, such as b.self_attn.W_q)."""
 
-    kind = "shape_error"
+    errors = (RuntimeError, IndexError)
+    words = _TORCH_SHAPE_WORDS
+    reshapes = ("reshape", "view")
+    library = "torch"
 
-    def find(self, attempt, probes):
-        exc = attempt.error
-        if not isinstance(exc, (RuntimeError, IndexError)) or not any(w in str(exc) for w in _TORCH_SHAPE_WORDS):
-            return None
-        tb = _student_frame(exc)
-        if tb is None:
-            return None
-        frame = tb.tb_frame
-        entry = traceback.extract_tb(tb, limit=1)[0]
-        raw = linecache.getline(entry.filename, entry.lineno) or entry.line or ""
-        snippet = raw.strip()
-        if getattr(entry, "colno", None) is not None and entry.lineno == entry.end_lineno \
-                and raw[entry.colno:entry.end_colno].strip():
-            snippet = raw[entry.colno:entry.end_colno].strip()
-        tree = None
-        for text in (snippet, raw.strip()):
-            for mode in ("eval", "exec"):
-                try:
-                    tree = ast.parse(text, mode=mode)
-                    break
-                except SyntaxError:
-                    continue
-            if tree is not None:
-                break
-        if tree is None:
-            return None
-        for node in ast.walk(tree):
-            if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-                a, b = _resolve_tensor(node.left, frame), _resolve_tensor(node.right, frame)
-                if a is None or b is None:
-                    continue
-                op = _OPS[type(node.op)]
-                sa, sb = _shape_of(a), _shape_of(b)
-                why = _fails(op, _Shaped(sa), _Shaped(sb))
-                if why:
-                    left, right = ast.unparse(node.left), ast.unparse(node.right)
-                    return self.finding(attempt, "matmul" if op == "@" else "broadcast", (
-                        f"`{left} {op} {right}` fails: {left} has shape {sa} and {right} has shape {sb}; {why}. "
-                        "Print the shapes before that line and compare them with the shapes the docstring gives."))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("reshape", "view"):
-                a = _resolve_tensor(node.func.value, frame)
-                if a is not None:
-                    name = ast.unparse(node.func.value)
-                    n = int(np.prod(_shape_of(a)))
-                    return self.finding(attempt, "reshape", (
-                        f"`{ast.unparse(node)}` fails: {name} has shape {_shape_of(a)} ({n} numbers), which the "
-                        "shape asked for cannot hold. A reshape keeps the number of entries: check each size you "
-                        "pass (-1 lets torch work one out)."))
-        named = []
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Name, ast.Attribute)):
-                a = _resolve_tensor(node, frame)
-                text = ast.unparse(node)
-                if a is not None and text not in [n for n, _ in named]:
-                    named.append((text, _shape_of(a)))
-        if not named:
-            return None
-        shapes = ", ".join(f"{n} {s}" for n, s in named)
-        return self.finding(attempt, "shapes", (
-            f"a shape error in `{snippet}`, where {shapes}. Compare these shapes with what the operation needs "
-            "(the docstring gives the shape of every input and output)."))
+    def resolve(self, node, frame):
+        return _resolve_tensor(node, frame)
+
+
+ERROR_PROBES = [ShapeError(), TorchShapeError()]  # always on, after a check's own probes
 
 
 class Proportional(Property):
