@@ -14,7 +14,8 @@ LAB_PORT  ?= 8888
 LAB_ARGS  ?=
 LAB_DIR   ?= course
 
-.PHONY: help install lab test notebooks release autograde collect grade validate bench capstone gpu-check test-browser clean
+.PHONY: help install lab test notebooks release autograde collect grade validate bench capstone gpu-check test-browser clean \
+	class class-stop release-feedback export
 
 help:
 	@echo "make lab          open the course in JupyterLab (students)"
@@ -22,7 +23,12 @@ help:
 	@echo "make grade        grade your own course/ notebooks (LESSON=5 or LESSON=4,5 for some lessons)"
 	@echo "make release      regenerate course/ from solutions/ (instructors)"
 	@echo "make autograde    grade autograder/submitted/* into autograder/grades.csv (JOBS=N, STUDENT=, LESSON=, LESSONS=01-05)"
-	@echo "make collect      ZIP=submissions.zip: an LMS's zip of submissions into autograder/submitted/"
+	@echo "make collect      the class's submissions from nbgrader's exchange into autograder/submitted/"
+	@echo "                  (ZIP=submissions.zip: an LMS's zip of submissions instead)"
+	@echo "make class        a JupyterHub for a class on this machine (root; STUDENTS=3 CLASS_PORT=8000)"
+	@echo "make class-stop   stop the class's hub"
+	@echo "make release-feedback  the feedback pages back to the students through the exchange"
+	@echo "make export       grades.csv and canvas.csv (Canvas's gradebook import) from the gradebook"
 	@echo "make validate     nbgrader validate on course/; fails when a test fails"
 	@echo "make capstone     train the PyTorch model (GPU when present) and write a report"
 	@echo "make bench        speed and throughput figures, side by side"
@@ -80,9 +86,34 @@ autograde: $(STAMP)
 	$(BIN)/python -m autograder autograde --jobs $(JOBS) $(if $(STUDENT),--student "$(STUDENT)",) \
 	  $(if $(LESSON),--lesson "$(LESSON)",) $(if $(LESSONS),--lessons "$(LESSONS)",)
 
-# ZIP=submissions.zip: an LMS's "download all submissions" zip (Canvas's naming) into autograder/submitted/.
+# A class on this machine's JupyterHub (tools/class/): its state, nbgrader's exchange included, lives
+# in CLASS_DIR. `make class` (as root) creates the instructor and STUDENTS student accounts, releases
+# the lessons and starts the hub at http://127.0.0.1:CLASS_PORT; `make class-stop` stops it.
+export CLASS_DIR ?= /srv/encdec-class
+STUDENTS   ?= 3
+CLASS_PORT ?= 8000
+class: $(STAMP)
+	$(BIN)/python tools/class/class_hub.py start --students $(STUDENTS) --port $(CLASS_PORT) \
+	  $(if $(LESSONS),--lessons "$(LESSONS)",)
+
+class-stop:
+	$(BIN)/python tools/class/class_hub.py stop
+
+# The class's submissions, each student's latest, from nbgrader's exchange into autograder/submitted/
+# (LESSON=01 for one lesson); ZIP=submissions.zip: an LMS's "download all submissions" zip
+# (Canvas's naming) instead.
 collect: $(STAMP)
-	$(BIN)/python -m autograder collect --zip "$(ZIP)"
+	$(BIN)/python -m autograder collect $(if $(ZIP),--zip "$(ZIP)",) $(if $(LESSON),--lesson "$(LESSON)",)
+
+# The feedback of the last grading (without hidden tests) into the exchange: students fetch it
+# from their Assignments list.
+release-feedback: $(STAMP)
+	$(BIN)/python -m autograder release-feedback $(if $(LESSON),--lesson "$(LESSON)",)
+
+# Grades out to the LMS: grades.csv and canvas.csv (Canvas's gradebook import layout) in autograder/,
+# from the gradebook, without grading anything again.
+export: $(STAMP)
+	$(BIN)/python -m autograder export
 
 # LESSON=4, LESSON=04, LESSON=4,5 or LESSON=04_cross_attention: grade only those lessons.
 LESSON ?=

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import collection, course, due, feedback_pages, gradebook, pipeline, reports, similarity
+from . import collection, course, due, exchange, feedback_pages, gradebook, pipeline, reports, similarity
 
 
 def run(args, sandbox_mode="on"):
@@ -52,11 +52,8 @@ def run(args, sandbox_mode="on"):
         book.set_assignment(lesson, duedate)
     for job, row in zip(found.jobs, run_rows):
         record_job(book, job, row, maxima, out)
-    students = sorted(set(book.students()) | set(roster) | {j.student for j in found.jobs})
-    shown = sorted(set(lessons) | {a["assignment"] for a in book.attempts()}, key=str)
-    rows = book.rows(shown, students, maxima, run_rows)
     csv_path, report_path = base / "grades.csv", base / "report.md"
-    reports.write_csv(rows, maxima, csv_path)
+    rows = write_grades(book, maxima, csv_path, lessons, set(roster) | {j.student for j in found.jobs}, run_rows)
     copies = {(r.student_id, r.assignment): similarity.close_copies(
         out.graded_notebook(r.student_id, r.assignment), r.assignment, out.work / "course" / "solutions",
         out.work / "template" / "release") for r in rows if r.graded}
@@ -77,6 +74,21 @@ def run(args, sandbox_mode="on"):
     return 1 if failed else 0
 
 
+def write_grades(book, maxima, path, lessons=(), students=(), run_rows=()):
+    """grades.csv from the gradebook alone (nothing is graded): a row per student (those in the
+    gradebook and those named) and lesson (those named and those with an attempt). run_rows gives
+    this run's own rows for jobs without a file. Returns the rows."""
+    students = sorted(set(book.students()) | set(students))
+    rows = book.rows(shown_lessons(book, lessons), students, maxima, run_rows)
+    reports.write_csv(rows, maxima, path)
+    return rows
+
+
+def shown_lessons(book, lessons=()):
+    """The lessons grades.csv shows: those named (assigned) and those with an attempt."""
+    return sorted(set(lessons) | {a["assignment"] for a in book.attempts()}, key=str)
+
+
 def record_job(book, job, row, maxima, out):
     """Keep a job's outcome: a failure page when it could not be graded, then its attempt. A job
     without a file leaves an earlier graded attempt, its notebook and its page as they are."""
@@ -90,6 +102,8 @@ def record_job(book, job, row, maxima, out):
         if stale.exists():
             shutil.rmtree(stale)
         feedback_pages.write_failure_page(page, job, row)
+    if page.exists() and job.path is not None:
+        exchange.keep_receipts(job.path.parent, page.parent)
     book.record(job, row, maxima, notebook if row.graded else None, page if page.exists() else None)
 
 

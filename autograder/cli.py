@@ -4,8 +4,12 @@
     python -m autograder autograde [--jobs N]          # every submission in autograder/submitted/
     python -m autograder autograde --student bob --lesson 01   # regrade only those rows
     python -m autograder collect --zip submissions.zip # an LMS's zip into autograder/submitted/
+    python -m autograder collect [--lesson 01]         # a JupyterHub class: nbgrader's exchange -> submitted/
+    python -m autograder publish [--lesson 01]         # a JupyterHub class: course/ -> the exchange
+    python -m autograder release-feedback [--lesson 01]  # a JupyterHub class: feedback -> the exchange
     python -m autograder self [--lesson 05]            # a self-learner grades their own course/
     python -m autograder validate [NOTEBOOK ...]       # nbgrader's validator; exit 1 when a test fails
+    python -m autograder export [--out autograder/]    # grades.csv and canvas.csv from the gradebook, no grading
 
 A lesson is named by its number (5 or 05) or its name (05_block_ordering); --lesson 4,5 names two.
 
@@ -20,7 +24,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import classroom, collection, course, due, nbgrader_glue, pipeline, reports, sandbox, settings
+from . import classroom, collection, course, due, exchange, nbgrader_glue, pipeline, reports, sandbox, settings
 from .course import COURSE, HERE, ROOT, lessons
 
 
@@ -41,15 +45,28 @@ def parser():
     c.add_argument("--roster", default=str(HERE / "students.csv"), help="nbgrader's student CSV: id,first_name,…")
     c.add_argument("--assignments", default=str(HERE / "assignments.csv"), help="nbgrader's assignment CSV: name,duedate")
     c = sub.add_parser("collect")
-    c.add_argument("--zip", required=True, help="the zip of every submission an LMS gives (Canvas's naming)")
+    c.add_argument("--zip", help="the zip of every submission an LMS gives (Canvas's naming); "
+                   "without it, the class's nbgrader exchange (make class)")
+    c.add_argument("--lesson", action="append", help="collect only these lessons (from the exchange)")
     c.add_argument("--submitted", default=str(HERE / "submitted"))
     c.add_argument("--roster", default=str(HERE / "students.csv"))
+    for name in ("publish", "release-feedback"):
+        c = sub.add_parser(name)
+        c.add_argument("--lesson", action="append", help="only these lessons (default: every lesson)")
     c = sub.add_parser("self")
     c.add_argument("--lesson", action="append")
     c.add_argument("--course", default=str(COURSE))
     c.add_argument("--out", default=str(ROOT / ".selfgrade"))
     c = sub.add_parser("validate")
     c.add_argument("notebooks", nargs="*")
+    c = sub.add_parser("export", help="grades.csv and Canvas's gradebook CSV from the gradebook, without grading")
+    c.add_argument("--out", default=str(HERE), help="the folder of gradebook.db, where grades.csv and canvas.csv go")
+    c.add_argument("--roster", default=str(HERE / "students.csv"), help="nbgrader's student CSV, imported first")
+    c.add_argument("--lessons", help="the assigned lessons, e.g. 01-05 (else assignments.csv, else those submitted)")
+    c.add_argument("--assignments", default=str(HERE / "assignments.csv"), help="nbgrader's assignment CSV: name,duedate")
+    c.add_argument("--submitted", default=str(HERE / "submitted"))
+    c.add_argument("--canvas-assignments", default=str(HERE / "canvas_assignments.csv"),
+                   help="CSV name,canvas_assignment_id: the lessons' Canvas assignment ids, when given")
     return p
 
 
@@ -82,6 +99,30 @@ def grade_self(args):
     return 0
 
 
+def export(args):
+    """grades.csv, as autograde writes it, and canvas.csv (lms_export.py) from the gradebook in
+    --out, grading nothing: the same students, and the same lessons, the assigned ones (chosen
+    as autograde chooses them) and those handed in. The roster is imported first, as autograde
+    does, so that an lms_user_id added to it since is used."""
+    from . import gradebook, lms_export
+    book = gradebook.CourseGradebook(args.out)
+    if not book.path.exists():
+        raise SystemExit(f"error: no gradebook at {book.path}; grade first (make autograde)")
+    try:
+        assigned, _, _ = due.assigned([args.lessons] if args.lessons else None, args.assignments, args.submitted)
+        ids = lms_export.read_assignment_ids(args.canvas_assignments)
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    roster = due.read_roster(args.roster)
+    book.add_students(roster)
+    grades, canvas = Path(args.out) / "grades.csv", Path(args.out) / "canvas.csv"
+    rows = classroom.write_grades(book, book.maxima(), grades, assigned, roster)
+    count = lms_export.write_canvas_csv(book.url, canvas, classroom.shown_lessons(book, assigned), assignment_ids=ids)
+    print(f"{grades}: {len(rows)} rows, one per student and lesson")
+    print(f"{canvas}: {count} students, for Canvas's Grades > Import")
+    return 0
+
+
 def sandbox_mode(default):
     try:
         return settings.mode(default)
@@ -106,12 +147,20 @@ def main(argv):
         for lesson in chosen_lessons([args.lesson]) if args.lesson else [None]:
             nbgrader_glue.release(lesson)
         return 0
+    if args.command == "publish":
+        return exchange.publish(chosen_lessons(args.lesson))
+    if args.command == "release-feedback":
+        return exchange.release_feedback(chosen_lessons(args.lesson))
+    if args.command == "collect" and not args.zip:
+        return exchange.collect(chosen_lessons(args.lesson))
     if args.command == "collect":
         if not Path(args.zip).is_file():
             raise SystemExit(f"error: no zip at {args.zip} (make collect ZIP=path/to/submissions.zip)")
         for note in collection.import_canvas_zip(args.zip, args.submitted, lessons(), due.read_roster(args.roster)):
             print(note)
         return 0
+    if args.command == "export":
+        return export(args)
     if args.command == "validate":
         return nbgrader_glue.validate(args.notebooks or [COURSE / l / f"{l}.ipynb" for l in lessons()])
     try:

@@ -88,6 +88,7 @@ class CourseGradebook:
         if not missing:
             return
         scratch = Path(work) / "gradebook-release"
+        scratch.mkdir(parents=True, exist_ok=True)  # nbgrader runs from its root
         config = nbgrader_glue.scratch_config(scratch, scratch / "release", Path(work) / "course")
         config.CourseDirectory.db_url = self.url
         api = nbgrader_glue.api_for(config)
@@ -95,6 +96,13 @@ class CourseGradebook:
             result = api.generate_assignment(lesson, force=True, create=True)
             if not result["success"]:
                 raise SystemExit(f"generate_assignment {lesson} into {self.path} failed:\n{result.get('error') or result.get('log')}")
+
+    def maxima(self):
+        """{lesson: {grade_id: points}} of every lesson the gradebook holds, from nbgrader's grade
+        cells: what its scores were recorded against (`python -m autograder export`)."""
+        with self.nbgrader() as gb:
+            held = [a.name for a in gb.assignments if any(nb.name == a.name for nb in a.notebooks)]
+        return {lesson: nbgrader_glue.max_points(self.out, lesson) for lesson in held}
 
     def set_assignment(self, lesson, duedate=None):
         """The lesson as an nbgrader assignment, with its due date when one is given."""

@@ -63,3 +63,7 @@ c.GenerateFeedback.exporter_class = "autograder.feedback_exporter.FeedbackExport
 # a submission. The penalty is nbgrader's LateSubmissionPlugin: 'none' (late work is marked, not
 # penalised) or 'zero'; a plugin of your own goes in c.AssignLatePenalties.plugin_class.
 c.LateSubmissionPlugin.penalty_method = "none"
+
+# A class on a JupyterHub (make class, tools/class/): nbgrader's exchange, where lessons are
+# released, submissions collected and feedback returned (autograder/exchange.py).
+c.Exchange.root = os.path.join(os.environ.get("CLASS_DIR", "/srv/encdec-class"), "exchange")
