@@ -310,3 +310,16 @@ def test_only_the_instructor_opens_the_formgrader(hub, browser, submitted, grade
     assert response.ok and "/services/encdec/formgrader" in page.url
     page.wait_for_selector(f"text={L1}", timeout=60_000)
     page.screenshot(path=str(SHOTS / "class-formgrader.png"))
+
+
+def test_class_stop_ends_the_hub_and_every_users_process(course, hub, graded):
+    """Last: `make class-stop` stops the hub, the users' servers and kernels, the formgrader and the proxy."""
+    import urllib.request
+    out = make(course, "class-stop", env=hub["env"])
+    assert "stopped" in out
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{hub['base']}/hub/health", timeout=5)
+    for user in [*STUDENTS, "instructor"]:
+        left = subprocess.run(["pgrep", "-u", user], capture_output=True, text=True).stdout.split()
+        assert not left, f"{user} still runs {left}"
+    assert not (hub["dir"] / "hub" / "jupyterhub.pid").exists()

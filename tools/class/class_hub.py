@@ -325,6 +325,7 @@ Then: make collect, make autograde, make release-feedback, make export; make cla
 
 
 def stop(args):
+    require_root()
     cls = class_dir()
     pid = hub_pid(cls)
     if pid is None:
