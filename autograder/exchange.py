@@ -46,7 +46,8 @@ def _each(command, lessons, *extra):
                 print(f"  {line.split('] ', 1)[-1]}" if "] " in line else f"  {line}")
         if code:
             failed += 1
-            print(f"error: nbgrader {command} {lesson} failed (exit {code})", file=sys.stderr)
+            tail = "\n".join(f"    {line}" for line in output.strip().splitlines()[-5:])
+            print(f"error: nbgrader {command} {lesson} failed (exit {code}):\n{tail}", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -79,7 +80,16 @@ def release_feedback(lessons):
     """Every feedback page of these lessons into the exchange, named by its submission's secret,
     so each student fetches only their own (nbgrader release_feedback)."""
     require_exchange()
-    return _each("release_feedback", lessons)
+    failed = 0
+    for lesson in lessons:
+        pages = sorted((HERE / "feedback").glob(f"*/{lesson}/*.html"))
+        without = sorted({p.parent.parent.name for p in pages
+                          if not all((p.parent / name).is_file() for name in RECEIPTS)})
+        if without:  # not submitted through the exchange: nbgrader cannot address their page
+            print(f"  {lesson}: not released (no submission in the exchange to return it to): {', '.join(without)}")
+        extra = (f"--CourseDirectory.student_id_exclude={','.join(without)}",) if without else ()
+        failed |= _each("release_feedback", [lesson], *extra)
+    return failed
 
 
 def keep_receipts(submission_folder, feedback_folder):
