@@ -300,6 +300,20 @@ def test_a_student_cannot_reach_the_course_folder(course, hub, graded):
         assert code != 0 and "PermissionError" in out, (target, out)
 
 
+def test_students_see_the_assignments_list_and_none_of_the_instructor_tools(hub, submitted):
+    page = submitted["student1"]
+    page.goto(f"{hub['base']}/user/student1/lab")
+    page.wait_for_selector(".lm-MenuBar-itemLabel:text('Nbgrader')", timeout=120_000)
+    page.click(".lm-MenuBar-itemLabel:text('Nbgrader')")
+    items = page.locator(".lm-Menu-itemLabel").all_inner_texts()
+    page.keyboard.press("Escape")
+    assert "Assignment List" in items
+    assert not {"Formgrader", "Course List", "Create Assignment"} & set(items), items
+    xsrf = next(c["value"] for c in page.context.cookies() if c["name"] == "_xsrf")
+    r = page.request.get(f"{hub['base']}/user/student1/formgrader", headers={"X-XSRFToken": xsrf})
+    assert r.status == 404  # the server extension is off in the student's own server too
+
+
 def test_only_the_instructor_opens_the_formgrader(hub, browser, submitted, graded):
     url = f"{hub['base']}/services/encdec/formgrader"
     student = submitted["student3"]
