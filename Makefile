@@ -92,7 +92,14 @@ autograde: $(STAMP)
 export CLASS_DIR ?= /srv/encdec-class
 STUDENTS   ?= 3
 CLASS_PORT ?= 8000
-class: $(STAMP)
+# As root: the course's .venv is installed (or brought up to date) here only when root owns the
+# course folder; otherwise its owner runs `make install` first, so root never writes into their .venv.
+class:
+	@if [ "$$(stat -c %u .)" != "$$(id -u)" ] && { [ ! -f $(STAMP) ] || [ requirements.txt -nt $(STAMP) ] || \
+	  [ pyproject.toml -nt $(STAMP) ]; }; then \
+	  echo "error: the course's environment is missing or out of date: run make install as $$(stat -c %U .), then make class"; \
+	  exit 2; fi
+	@$(MAKE) --no-print-directory install
 	$(BIN)/python tools/class/class_hub.py start --students $(STUDENTS) --port $(CLASS_PORT) \
 	  $(if $(LESSONS),--lessons "$(LESSONS)",)
 

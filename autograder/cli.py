@@ -106,8 +106,8 @@ def export(args):
     does, so that an lms_user_id added to it since is used."""
     from . import gradebook, lms_export
     book = gradebook.CourseGradebook(args.out)
-    if not book.path.exists():
-        raise SystemExit(f"error: no gradebook at {book.path}; grade first (make autograde)")
+    if not book.path.exists() or not book.attempts():
+        raise SystemExit(f"error: nothing graded in {book.path} yet; grade first (make autograde)")
     try:
         assigned, _, _ = due.assigned([args.lessons] if args.lessons else None, args.assignments, args.submitted)
         ids = lms_export.read_assignment_ids(args.canvas_assignments)

@@ -101,7 +101,10 @@ def read_assignment_ids(path):
                 continue
             if not re.fullmatch(r"[0-9]+", number):
                 raise ValueError(f"{path}, line {line}: a Canvas assignment id is a number, not {number!r}")
-            (lesson,) = course.chosen([name])  # a name that is no lesson raises ValueError naming them
+            named = course.chosen([name])  # a name that is no lesson raises ValueError naming them
+            if len(named) != 1:
+                raise ValueError(f"{path}, line {line}: {name!r} names {len(named)} lessons; give one lesson per line")
+            (lesson,) = named
             ids[lesson] = number
     return ids
 

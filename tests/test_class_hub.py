@@ -26,7 +26,7 @@ def load(name):
 hub = load("class_hub")
 
 
-def test_the_class_folder_may_not_be_inside_the_course_folder(monkeypatch):
+def test_the_class_folder_may_not_be_inside_the_course_folder():
     with pytest.raises(SystemExit, match="inside the course folder"):
         hub.check_class_dir(ROOT / "class")
     assert not (ROOT / "class").exists()
@@ -98,14 +98,34 @@ def test_a_course_whose_venv_is_a_link_gets_a_copy_and_the_venv_stays_as_it_was(
     cfg, link = (venv / "pyvenv.cfg").read_bytes(), os.readlink(venv / "bin" / "python3")
     editable = sorted(p.name for p in venv.glob("lib/python3*/site-packages/__editable__*encdec*"))
     site = next(venv.glob("lib/python3*/site-packages"))
+    script = venv / "bin" / "nbgrader"
+    script_bytes = script.read_bytes()
     try:
-        (tmp_path / "class").mkdir()
-        env = copy.ensure_env(tmp_path / "class")
+        copy.shared_interpreter()
     except SystemExit as exc:  # no Python every user may run on this machine: nothing to copy
         pytest.skip(str(exc))
+    (tmp_path / "class").mkdir()
+    env = copy.ensure_env(tmp_path / "class")
     assert env.is_dir() and not env.is_symlink() and env.resolve() != venv
     assert (venv / "pyvenv.cfg").read_bytes() == cfg and os.readlink(venv / "bin" / "python3") == link
     assert sorted(p.name for p in venv.glob("lib/python3*/site-packages/__editable__*encdec*")) == editable
     assert not (site / "encdec").exists()  # the course's own .venv still uses the editable library
     assert (next(env.glob("lib/python3*/site-packages")) / "encdec" / "__init__.py").is_file()
     assert os.readlink(env / "bin" / "python3") != link or hub.reachable_by_others(link)
+    assert script.read_bytes() == script_bytes  # the scripts were rewritten in the copy only
+    assert (env / "bin" / "nbgrader").read_bytes().startswith(f"#!{env}/bin/python".encode())
+
+
+def test_a_class_folder_with_files_make_class_did_not_make_is_refused(tmp_path):
+    (tmp_path / "notes.txt").write_text("someone's files")
+    os.chmod(tmp_path, 0o755)
+    with pytest.raises(SystemExit, match="did not make"):
+        hub.check_class_dir(tmp_path)
+    assert os.stat(tmp_path).st_mode & 0o777 == 0o755 and not (tmp_path / hub.MARKER).exists()
+
+
+def test_a_stale_pid_file_is_not_the_hub(tmp_path):
+    (tmp_path / "hub").mkdir()
+    (tmp_path / "hub" / "jupyterhub.pid").write_text(str(os.getpid()))  # a live process, not the hub
+    assert hub.hub_pid(tmp_path) is None
+    assert not (tmp_path / "hub" / "jupyterhub.pid").exists()

@@ -127,7 +127,7 @@ def klass(tmp_path_factory):
     class_dir.mkdir()
     exchange = class_dir / "exchange"
     exchange.mkdir()
-    os.chmod(exchange, 0o777)  # as make class does (tools/class/class_hub.py)
+    os.chmod(exchange, 0o1777)  # as make class does (tools/class/class_hub.py)
     (tmp / "empty-config").mkdir()
     homes = {}
     for who in ("alice", "bob"):
@@ -329,3 +329,34 @@ def test_a_submission_from_outside_the_exchange_does_not_block_the_others_feedba
     assert handed_in_by_hand["pages"] == sorted([expected_name(bob), expected_name(third)]), handed_in_by_hand["out"]
     assert handed_in_by_hand["code"] == 0, handed_in_by_hand["out"]
     assert "carol" in handed_in_by_hand["out"], handed_in_by_hand["out"]  # the instructor is told whose page stayed
+
+
+def test_a_submission_in_another_name_or_backdated_is_held_back(tmp_path):
+    """hold_back_forged, on an inbound folder made by hand: a submission whose folder another user
+    owns, and one whose name gives a time long before the folder was made, move to held/; a
+    genuine one stays. (tests/browser/test_class.py has a student do the first for real.)"""
+    import pwd
+    from datetime import datetime, timezone
+
+    from autograder.exchange import hold_back_forged
+    inbound = tmp_path / "encdec" / "inbound"
+    inbound.mkdir(parents=True)
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    genuine = inbound / f"{me}+{L1}+{now}+aaaa"
+    backdated = inbound / f"{me}+{L1}+2000-01-01 00:00:00.000000 UTC+bbbb"
+    other = inbound / f"{me}+{L2}+{now}+cccc"
+    for folder in (genuine, backdated, other):
+        folder.mkdir()
+    if os.geteuid() == 0:
+        os.chown(other, 65534, 65534)  # nobody's folder, in my name
+    notes = hold_back_forged(inbound)
+    held = tmp_path / "encdec" / "held"
+    assert genuine.is_dir()
+    assert (held / backdated.name).is_dir() and not backdated.exists()
+    assert any("backdated" in n and "bbbb" in n for n in notes)
+    if os.geteuid() == 0:
+        assert (held / other.name).is_dir() and any(f"in the name of {me} by" in n for n in notes)
+        assert len(notes) == 2
+    else:
+        assert other.is_dir() and len(notes) == 1

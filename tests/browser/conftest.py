@@ -4,7 +4,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -12,13 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from labsession import CHROMIUM, ROOT, SHOTS, TOKEN  # noqa: E402
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from labsession import CHROMIUM, ROOT, SHOTS, TOKEN, free_port  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,8 @@ import csv
 import io
 import json
 import os
+import pwd
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from labsession import CHROMIUM, ROOT, SHOTS
+from labsession import CHROMIUM, ROOT, SHOTS, free_port
 
 sys.path.insert(0, str(ROOT / "tests"))
 from nbtools import checks_module, course_copy, inject, solution  # noqa: E402
@@ -39,19 +39,6 @@ MISTAKE = ("scaled_dot_product_attention", "no_scale")  # the scores not divided
 
 if os.geteuid() != 0 or not shutil.which("useradd"):
     pytest.skip("a class on the hub needs root (Linux users, LocalProcessSpawner)", allow_module_level=True)
-
-
-def free_ports(n):
-    """A base port with the n ports from it free (the hub, its API, the proxy's API, the service)."""
-    for base in range(20000, 40000, 97):
-        try:
-            for k in range(n):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", base + k))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no free ports")
 
 
 def make(course, *args, env=None, timeout=900):
@@ -104,7 +91,7 @@ def course(tmp_path_factory):
 def hub(course):
     class_dir = Path(tempfile.mkdtemp(prefix="encdec-class-", dir="/tmp"))
     os.chmod(class_dir, 0o755)
-    port = free_ports(4)
+    port = free_port(4)
     env = {"CLASS_DIR": str(class_dir)}
     for user in [*STUDENTS, "instructor"]:  # the demo accounts may remain from an earlier class
         home = Path("/home") / user
@@ -178,6 +165,12 @@ def submitted(hub, browser):
         row_button(page, "fetched_assignments_list", "Submit").click()
         page.wait_for_selector(f"#submitted_assignments_list >> text={L1}", timeout=60_000)
         pages[user] = page
+    # student1, from their terminal, hands in their correct notebook in student2's name
+    forged = subprocess.run(
+        ["runuser", "-u", "student1", "--", "env", "HOME=/home/student1",
+         f"JUPYTER_CONFIG_PATH={hub['dir'] / 'config' / 'user'}", str(hub["dir"] / "env" / "bin" / "nbgrader"),
+         "submit", L1, "--student=student2"], cwd="/home/student1", capture_output=True, text=True, timeout=120)
+    assert forged.returncode == 0, forged.stdout + forged.stderr
     return pages
 
 
@@ -204,6 +197,16 @@ def test_each_submission_is_collected_with_its_timestamp(course, graded):
         folder = course / "autograder" / "submitted" / user / L1
         assert (folder / f"{L1}.ipynb").is_file(), graded["collect"]
         assert (folder / "timestamp.txt").read_text().strip()
+
+
+def test_a_submission_in_another_students_name_is_held_back_not_collected(course, hub, graded):
+    """student1's notebook handed in as student2's (nbgrader submit --student=student2) is named
+    and moved aside; student2's own submission, with its mistake, is the one collected and graded."""
+    assert "held back" in graded["collect"] and "in the name of student2 by student1" in graded["collect"]
+    held = list((hub["dir"] / "exchange" / "encdec" / "held").iterdir())
+    assert [h.name.split("+")[0] for h in held] == ["student2"] and held[0].stat().st_uid == pwd.getpwnam("student1").pw_uid
+    collected = json.loads((course / "autograder" / "submitted" / "student2" / L1 / f"{L1}.ipynb").read_text())
+    assert "# --- replaced answer ---" in json.dumps(collected)  # student2's own, with the mistake
 
 
 def test_grades_csv_and_the_canvas_export_hold_the_three_rows(course, graded):
@@ -257,16 +260,18 @@ def _exists(page, hub, user):
     return r.ok
 
 
-def test_each_student_fetches_their_own_feedback(hub, submitted, graded):
+def test_each_student_fetches_their_own_feedback(course, hub, submitted, graded):
     maximum = lesson_points()
+    with open(course / "autograder" / "grades.csv") as f:
+        scores = {r["student_id"]: float(r["score"]) for r in csv.DictReader(f) if r["assignment"] == L1}
     texts = {user: feedback_page(page, hub, user) for user, page in submitted.items()}
     page = submitted["student2"]
     page.get_by_text("not divided by").first.scroll_into_view_if_needed()
     page.evaluate("window.scrollBy(0, -60)")
     page.screenshot(path=str(SHOTS / "class-feedback.png"), full_page=False)
+    assert len(set(scores.values())) == 3  # three different scores: each page must show its own
     for user, text in texts.items():
-        assert user in text or L1 in text
-        assert f"/ {maximum}" in text.replace(".0 ", " ") or f"/ {float(maximum)}" in text, text[:500]
+        assert f"{L1} (Score: {scores[user]:.1f} / {float(maximum):.1f})" in text, (user, text[:300])
     assert "not divided by" in texts["student2"] and "d_k" in texts["student2"]
     assert "not divided by" not in texts["student1"]
     for user in STUDENTS:  # the hidden tests stay hidden
@@ -282,7 +287,15 @@ def test_a_student_cannot_list_the_inbound_or_the_feedback_of_the_exchange(hub, 
     assert code == 0 and L1 in out  # the released lesson is open to everyone
 
 
+def test_a_student_cannot_replace_the_courses_folder_in_the_exchange(hub, submitted):
+    course_folder = hub["dir"] / "exchange" / "encdec"
+    code, out = as_user("student2", f"import os; os.rename({str(course_folder)!r}, {str(course_folder) + '-mine'!r})")
+    assert code != 0 and "PermissionError" in out, out
+    assert course_folder.is_dir()
+
+
 def test_a_student_cannot_read_another_students_home_or_nbgrader_copy(hub, submitted):
+    assert Path("/home/student1/.local/share/jupyter/nbgrader_cache/encdec").is_dir()  # it is there
     for target in ("/home/student1", f"/home/student1/{L1}/{L1}.ipynb",
                    "/home/student1/.local/share/jupyter/nbgrader_cache"):
         code, out = as_user("student2", f"import os; p={target!r}; print(os.listdir(p) if os.path.isdir(p) else open(p).read())")
@@ -333,6 +346,9 @@ def test_class_stop_ends_the_hub_and_every_users_process(course, hub, graded):
     assert "stopped" in out
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{hub['base']}/hub/health", timeout=5)
+    service = json.loads((hub["dir"] / "hub" / "settings.json").read_text())["service_port"]
+    with pytest.raises(OSError):  # the formgrader, which runs as the course folder's owner, ended too
+        urllib.request.urlopen(f"http://127.0.0.1:{service}/", timeout=5)
     for user in [*STUDENTS, "instructor"]:
         left = subprocess.run(["pgrep", "-u", user], capture_output=True, text=True).stdout.split()
         assert not left, f"{user} still runs {left}"

@@ -8,7 +8,6 @@ the correct student's full points, the other's partial score. Screenshot: screen
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from labsession import ROOT, SHOTS, TOKEN
+from labsession import ROOT, SHOTS, TOKEN, free_port
 
 sys.path.insert(0, str(ROOT / "tests"))
 from nbtools import checks_module, course_copy, inject, solution, write_submission  # noqa: E402
@@ -25,12 +24,6 @@ pytestmark = pytest.mark.browser
 L1 = "01_attention"
 ROSTER = "id,first_name,last_name,email,lms_user_id\nalice,Alice,Ames,,101\nbob,Bob,Brown,,102\n"
 BIN = os.path.dirname(sys.executable)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -185,12 +185,20 @@ def make_course_private():
             "students log in to this machine")
 
 
+MARKER = ".encdec-class"  # in a CLASS_DIR that make class made: the only kind it changes or empties
+
+
 def check_class_dir(cls):
     if cls == ROOT or ROOT in cls.parents:
         raise SystemExit(f"error: CLASS_DIR={cls} is inside the course folder, which students cannot read; "
                          "choose a folder outside it (the default is /srv/encdec-class)")
-    cls.mkdir(parents=True, exist_ok=True)
-    os.chmod(cls, 0o755)
+    if cls.exists() and any(cls.iterdir()) and not (cls / MARKER).exists():
+        raise SystemExit(f"error: CLASS_DIR={cls} already holds files that make class did not make; "
+                         "choose a new or empty folder (the default is /srv/encdec-class)")
+    if not (cls / MARKER).exists():
+        cls.mkdir(parents=True, exist_ok=True)
+        os.chmod(cls, 0o755)
+        (cls / MARKER).write_text("made by make class (tools/class/class_hub.py)\n")
     if not reachable_by_others(cls):
         raise SystemExit(f"error: students cannot reach CLASS_DIR={cls}: a folder above it is closed to "
                          "other users; choose another (the default is /srv/encdec-class)")
@@ -214,11 +222,12 @@ def write_user_config(cls):
 
 
 def ensure_exchange(cls):
-    """nbgrader's exchange: its root writable by everyone, as nbgrader documents; nbgrader itself
+    """nbgrader's exchange: its root writable by everyone, as nbgrader documents, and sticky (1777,
+    as /tmp), so that no student can rename or replace the course's folder in it; nbgrader itself
     makes the course's inbound folder write-only for students and its feedback folder unlistable."""
     exchange = cls / "exchange"
     exchange.mkdir(exist_ok=True)
-    os.chmod(exchange, 0o777)
+    os.chmod(exchange, 0o1777)
     return exchange
 
 
@@ -249,13 +258,18 @@ def passwords(cls, students):
 
 # -- the hub -----------------------------------------------------------------------------------------
 def hub_pid(cls):
+    """The running hub's pid, from its pid file; None when the file is missing or stale (the hub
+    ended without removing it, and the number may now be another process's)."""
     path = cls / "hub" / "jupyterhub.pid"
     try:
         pid = int(path.read_text().strip())
-        os.kill(pid, 0)
-        return pid
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except (OSError, ValueError):
         return None
+    if any(arg.endswith(b"jupyterhub") for arg in command) and str(HERE / "jupyterhub_config.py").encode() in command:
+        return pid
+    path.unlink(missing_ok=True)
+    return None
 
 
 def course_owner():
@@ -280,6 +294,7 @@ def wait_for(url, seconds, proc=None):
 
 def start(args):
     require_root()
+    sys.dont_write_bytecode = True  # root leaves no __pycache__ of its own in the course folder
     cls = class_dir()
     check_class_dir(cls)
     hub = cls / "hub"
@@ -287,7 +302,8 @@ def start(args):
     os.chmod(hub, 0o700)
     url = f"http://127.0.0.1:{args.port}"
     if hub_pid(cls):
-        say(f"the class's hub is already running at {url} (make class-stop stops it)")
+        running = json.loads((hub / "settings.json").read_text())["port"]
+        say(f"the class's hub is already running at http://127.0.0.1:{running} (make class-stop stops it)")
         return 0
     students = student_names(args.students)
     proxy = ensure_proxy(cls)
@@ -304,6 +320,12 @@ def start(args):
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
     table = passwords(cls, students)
+    owner_dir = cls / "formgrader"  # the formgrader's own Jupyter configuration, its runner's
+    owner_dir.mkdir(exist_ok=True)
+    import pwd
+    owner = pwd.getpwnam(course_owner())
+    os.chown(owner_dir, owner.pw_uid, owner.pw_gid)
+    os.chmod(owner_dir, 0o700)
     settings = {"class_dir": str(cls), "course_root": str(ROOT), "port": args.port, "hub_port": args.port + 1,
                 "proxy_api_port": args.port + 2, "service_port": args.port + 3, "proxy": str(proxy),
                 "env": str(env), "users": [INSTRUCTOR, *students], "instructor": INSTRUCTOR,
@@ -314,6 +336,7 @@ def start(args):
                             cwd=hub, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, env={**nbgrader_env(cls), "CLASS_SETTINGS": str(hub / "settings.json")})
     if not wait_for(f"{url}/hub/health", 120, proc):
+        proc.terminate()
         raise SystemExit(f"error: the hub did not start; its log is {hub / 'hub.log'}")
     say(f"""
 The class's JupyterHub is running at {url}
@@ -348,12 +371,18 @@ def stop(args):
     return 0
 
 
+def positive(text):
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a number of students, 1 or more, not {text!r}")
+    return int(text)
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="class_hub.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("start")
-    s.add_argument("--students", type=int, default=3)
+    s.add_argument("--students", type=positive, default=3)
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--lessons", help="the lessons to release, e.g. 01 or 01-05 (default: all)")
     sub.add_parser("stop")

@@ -59,7 +59,7 @@ service = {
         "PATH": f"{ROOT / '.venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin",  # nbgrader runs alembic by name
         "CLASS_DIR": str(CLASS),
         "JUPYTERHUB_DEFAULT_URL": "/formgrader",
-        "JUPYTER_CONFIG_DIR": str(HUB / "formgrader-config"),  # not the owner's own ~/.jupyter
+        "JUPYTER_CONFIG_DIR": str(CLASS / "formgrader"),  # not the owner's own ~/.jupyter
     },
     "oauth_no_confirm": True,
 }
