@@ -236,7 +236,8 @@ def feedback_page(page, hub, user):
     page.reload()
     page.wait_for_selector(".lm-MenuBar-itemLabel:text('Nbgrader')", timeout=120_000)
     assignments(page, "submitted_assignments_list")
-    row_button(page, "submitted_assignments_list", "Fetch Feedback").click()
+    # (student1 also lists the notebook they handed in as student2's: the button fetches the lesson's feedback)
+    row_button(page, "submitted_assignments_list", "Fetch Feedback").first.click()
     deadline = time.time() + 60
     while time.time() < deadline:
         listing = api(page, hub, user, "GET", f"{L1}/feedback")["content"] if _exists(page, hub, user) else []
