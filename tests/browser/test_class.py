@@ -105,15 +105,6 @@ def hub(course):
     shutil.rmtree(class_dir, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
 def log_in(browser, hub, user):
     context = browser.new_context(viewport={"width": 1300, "height": 800})
     page = context.new_page()
