@@ -11,9 +11,10 @@ exchange: in its inbound folder, or in `held/` beside it when it was held back (
 one that was graded also in autograder/attempts/.
 
 Before collecting, a submission is held back, and named, when its folder belongs to another user
-than the student it names (nbgrader's `submit --student=someone-else`) or when the time in its name
-is earlier than the folder itself (a backdated submission), since the inbound folder is writable by
-every student. The instructor may move a held submission back into inbound to have it collected.
+than the student it names (nbgrader's `submit --student=someone-else`), when the time in its name
+is earlier than the folder itself (a backdated submission), or when it holds a symbolic link (which
+collect, run by the course's owner, would follow: a link to the owner's files), since the inbound
+folder is writable by every student. The instructor may move a held submission back into inbound to have it collected.
 """
 
 import os
@@ -117,8 +118,11 @@ def hold_back_forged(inbound):
         except (ValueError, TypeError, OverflowError):
             named = None
         made = datetime.fromtimestamp(info.st_ctime, tz=timezone.utc).replace(tzinfo=None)
+        links = [str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_symlink()]
         reason = None
-        if owner not in (student, collector):
+        if links:  # nbgrader's collect, run by the course's owner, would copy what a link points to
+            reason = f"it holds links ({', '.join(links[:3])}), which nbgrader's submit never makes"
+        elif owner not in (student, collector):
             reason = f"submitted in the name of {student} by {owner}"
         elif named is None:
             reason = f"its name gives no time ({stamp!r})"

@@ -346,8 +346,12 @@ def test_a_submission_in_another_name_or_backdated_is_held_back(tmp_path):
     genuine = inbound / f"{me}+{L1}+{now}+aaaa"
     backdated = inbound / f"{me}+{L1}+2000-01-01 00:00:00.000000 UTC+bbbb"
     other = inbound / f"{me}+{L2}+{now}+cccc"
-    for folder in (genuine, backdated, other):
+    linked = inbound / f"{me}+{L2}+{now}+dddd"
+    for folder in (genuine, backdated, other, linked):
         folder.mkdir()
+    secret = tmp_path / "owners-secret.json"
+    secret.write_text('{"token": "do not leak"}')
+    (linked / f"{L2}.ipynb").symlink_to(secret)  # collect would copy the owner's file as the notebook
     if os.geteuid() == 0:
         os.chown(other, 65534, 65534)  # nobody's folder, in my name
     notes = hold_back_forged(inbound)
@@ -355,8 +359,9 @@ def test_a_submission_in_another_name_or_backdated_is_held_back(tmp_path):
     assert genuine.is_dir()
     assert (held / backdated.name).is_dir() and not backdated.exists()
     assert any("backdated" in n and "bbbb" in n for n in notes)
+    assert (held / linked.name).is_dir() and any("holds links" in n and "dddd" in n for n in notes)
     if os.geteuid() == 0:
         assert (held / other.name).is_dir() and any(f"in the name of {me} by" in n for n in notes)
-        assert len(notes) == 2
+        assert len(notes) == 3
     else:
-        assert other.is_dir() and len(notes) == 1
+        assert other.is_dir() and len(notes) == 2
