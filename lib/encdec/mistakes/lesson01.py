@@ -260,6 +260,18 @@ def sinusoidal_positions(n, d):  # noqa: F811
     return pe
 
 
+@mistake("sinusoidal_positions", "exponent_without_2",
+         "the exponent is i/d instead of 2i/d, with i the index of the pair of columns (2i, 2i+1): "
+         "the frequencies fall only half as fast across the columns. Column 2i's frequency is "
+         "1/10000^(2i/d): the exponent counts columns, not pairs.")
+def sinusoidal_positions(n, d):  # noqa: F811
+    angles = np.arange(n)[:, None] / np.power(10000.0, np.arange(0, d, 2) / 2 / d)
+    pe = np.zeros((n, d))
+    pe[:, 0::2] = np.sin(angles)
+    pe[:, 1::2] = np.cos(angles)[:, : d // 2]
+    return pe
+
+
 @mistake("sinusoidal_positions", "exponent_over_d_minus_1",
          "the exponent is 2i/(d-1) instead of 2i/d. The frequency of the pair of columns (2i, 2i+1) is "
          "1/10000^(2i/d), with d itself in the denominator.")
