@@ -7,7 +7,7 @@ batches of a quarter of the students each, the sandbox on, off, off, on (so a dr
 machine's load falls on both modes alike); the rows give the throughput in each mode, the
 sandbox's overhead per notebook, the seconds per notebook for each lesson, and whether every mutant
 lost its exercise's points and every alternative earned full marks. Then ten students of the class are
-graded again with JOBS=1 and JOBS=2, in the sandbox, for the scaling model in the README.
+graded again with JOBS=1 and JOBS=2, in the sandbox, for the scaling model in docs/large-classes.md.
 quick=True grades 8 students instead of 100.
 """
 

@@ -55,9 +55,9 @@ def test_the_users_environment_is_never_the_course_environment(tmp_path):
 
 
 def test_the_documented_student_password_is_the_one_the_hub_accepts():
-    readme = (ROOT / "README.md").read_text()
-    documented = re.search(r"`student1` / `([^`]+)`", readme)
-    assert documented, "the README documents the demonstration students' password"
+    page = (ROOT / "docs" / "class.md").read_text()
+    documented = re.search(r"`student1` / `([^`]+)`", page)
+    assert documented, "docs/class.md documents the demonstration students' password"
     assert hub.student_password("student1") == documented.group(1)
 
 

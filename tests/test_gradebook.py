@@ -187,7 +187,7 @@ def test_manual_override_survives_a_regrade_and_nbgrader_commands_share_the_stat
     code, rows, output = run(root, "--student", "alice", "--lesson", "01")
     row = rows[("alice", L1)]
     assert float(row[f"01:{cell}"]) == 0.5 and row["attempts"] == "1", output[-2000:]
-    # nbgrader's own commands, from autograder/ as the README says
+    # nbgrader's own commands, from autograder/ as docs/instructors.md says
     nbgrader = os.path.join(os.path.dirname(sys.executable), "nbgrader")
     feedback = subprocess.run([nbgrader, "generate_feedback", L1, "--force"], cwd=ag, env=env,
                               capture_output=True, text=True)

@@ -51,7 +51,7 @@ def student_names(n):
 
 
 def student_password(name):
-    """The documented demonstration password of a student account (README)."""
+    """The documented demonstration password of a student account (docs/class.md, "Logging in")."""
     return f"{name}-encdec"
 
 

@@ -1,6 +1,6 @@
 """The demonstration class's log-in: each account's password is in a file only root can read.
 
-A real class swaps this for its own authenticator (README, "A class on JupyterHub"): PAM for the
+A real class swaps this for its own authenticator (docs/class.md, "Logging in"): PAM for the
 machine's own accounts, OAuth, or LTI for Canvas and Moodle. Nothing else in the class depends on
 how people log in, only on the user names matching the Linux accounts.
 """

@@ -1,6 +1,6 @@
 """The class's JupyterHub (started by class_hub.py, which writes the settings this file reads).
 
-Users log in with DemoAuthenticator (a real class swaps in PAM, OAuth or LTI: README); each gets
+Users log in with DemoAuthenticator (a real class swaps in PAM, OAuth or LTI: docs/class.md); each gets
 JupyterLab, started as their own Linux user by LocalProcessSpawner, on the class's copy of the
 course environment, with the student configuration (nbgrader's Assignments list, no instructor
 tools). nbgrader's formgrader runs as the service `encdec`, as the course folder's owner, in
