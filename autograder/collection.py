@@ -3,7 +3,7 @@
     found = collect(submitted, lessons, students=None, roster=())   # found.jobs, found.notes
     notes = import_canvas_zip(zip_path, submitted, lessons, roster)
 
-The rules, in the order they apply (README, "Collecting"):
+The rules, in the order they apply (docs/instructors.md, "Collecting"):
 - `submitted/<student>/<lesson>/<lesson>.ipynb` is the submission (nbgrader's layout) when it is
   the only candidate;
 - the candidates are every notebook in `submitted/<student>/<lesson>/`, whatever its name, and the

@@ -62,6 +62,24 @@ def pytest_collection_modifyitems(config, items):
             if lesson in ALL_LESSONS:
                 item.add_marker(getattr(pytest.mark, f"lesson{lesson}"))
 
+def pytest_terminal_summary(terminalreporter):
+    """What was skipped, grouped by reason, appended to the file $TEST_SKIPS names: `make test` runs
+    pytest twice and ends with the two runs' skips together (tools/system_packages.py summary)."""
+    path = os.environ.get("TEST_SKIPS")
+    if not path:
+        return
+    counts = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    import json
+    with open(path, "a") as f:
+        for reason, count in counts.items():
+            f.write(json.dumps({"reason": reason, "count": count}) + "\n")
+
+
 import encdec  # noqa: E402
 # Every parameter random, no all-ones gammas or zero biases that hide mistakes: the checkers' own
 # randomize, which the tests import from here.
@@ -99,7 +117,10 @@ def small_model_session():
 
 @pytest.fixture(scope="session")
 def graded_class(tmp_path_factory):
-    """The fixture class (tests/grading_class.py), graded once through the real driver."""
+    """The fixture class (tests/grading_class.py), graded once through the real driver (skipped, with
+    the reason, where the sandbox it grades in cannot run)."""
     from grading_class import build_and_grade
+    from nbtools import require_sandbox
+    require_sandbox()
     return build_and_grade(tmp_path_factory)
 

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 from encdec.mistakes import CATALOG
-from nbtools import checks_module, course_copy, inject, solution
+from nbtools import checks_module, course_copy, inject, require_sandbox, solution
 
 pytestmark = pytest.mark.nbgrader
 
@@ -53,6 +53,8 @@ def mistaken(exercise_name, key=None):
 
 def autograder(klass, *args, class_dir=None, timeout=900):
     """`python -m autograder ARGS` from the course copy, as the instructor runs it."""
+    if args and args[0] == "autograde":
+        require_sandbox(ENV)
     env = {**os.environ, **ENV, "CLASS_DIR": str(class_dir or klass["class_dir"]),
            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     proc = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=klass["root"], env=env,

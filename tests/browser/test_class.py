@@ -10,7 +10,7 @@ folder (the gradebook, every collected submission, the solutions), or open the f
 
 Needs root (Linux users, the hub's LocalProcessSpawner), bubblewrap (the grader's sandbox) and
 Node (the hub's proxy; `make class` installs it where missing). Screenshots: screenshots/class-*.png,
-copied into docs/ for the README.
+copied into docs/ for docs/class.md.
 """
 
 import csv
@@ -30,7 +30,7 @@ import pytest
 from labsession import CHROMIUM, ROOT, SHOTS, free_port
 
 sys.path.insert(0, str(ROOT / "tests"))
-from nbtools import checks_module, course_copy, inject, solution  # noqa: E402
+from nbtools import checks_module, course_copy, inject, require_sandbox, solution  # noqa: E402
 
 pytestmark = pytest.mark.browser
 L1 = "01_attention"
@@ -77,6 +77,7 @@ def answer(kind):
 def course(tmp_path_factory):
     """A copy of the course (its grading side, Makefile and tools; the .venv shared), so the class's
     gradebook and submissions never touch the repository's."""
+    require_sandbox()  # the instructor's make autograde grades in it
     copy = Path(tempfile.mkdtemp(prefix="encdec-course-", dir="/tmp"))
     course_copy(copy)
     for name in ("Makefile", "pyproject.toml", "requirements.txt"):
