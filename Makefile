@@ -15,7 +15,7 @@ LAB_ARGS  ?=
 LAB_DIR   ?= course
 
 .PHONY: help install lab test notebooks release autograde collect grade validate bench capstone gpu-check test-browser clean \
-	class class-stop release-feedback export
+	class class-stop release-feedback export site
 
 help:
 	@echo "make lab          open the course in JupyterLab (students)"
@@ -33,6 +33,7 @@ help:
 	@echo "make capstone     train the PyTorch model (GPU when present) and write a report"
 	@echo "make bench        speed and throughput figures, side by side"
 	@echo "make test-browser the lessons in JupyterLab, driven in chromium"
+	@echo "make site         the course as a static website in build/site/ (open build/site/index.html)"
 
 # The venv is built once and rebuilt only when the pins or the package metadata change.
 install: $(STAMP)
@@ -74,6 +75,11 @@ test-browser: $(STAMP)
 	TEST_SKIPS=$(SKIPS) $(BIN)/python -m pytest -p no:xdist tests/browser $(PYTEST_ARGS) || status=1; \
 	$(BIN)/python tools/system_packages.py summary $(SKIPS); \
 	exit $$status
+
+# The course as an offline static website (tools/site/: Sphinx, myst-nb, the book theme): the released
+# lessons of course/, never run, the appendices and docs/*.md, into build/site/; no server needed.
+site: $(STAMP)
+	$(BIN)/python tools/site/build.py --out build/site
 
 # Lessons are written as percent-format sources in authoring/ and built into solutions/;
 # the diagrams they embed are drawn into solutions/figures/ by the plotting module.
