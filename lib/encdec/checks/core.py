@@ -34,6 +34,7 @@ import numpy as np
 
 from . import mode
 from . import probes as _probes
+from . import recording
 from .display import Score
 from .record import SCHEMA, publish
 
@@ -231,6 +232,8 @@ class Case:
     kwargs: dict = field(default_factory=dict)
     float32: bool = False
     hidden: bool = False
+    alike: tuple = ()  # pairs of sizes this case makes equal on purpose, e.g. (("m", "n"),) for a causal mask
+    given: dict = field(default_factory=dict)  # sizes of what the check builds for it, e.g. {"h": 3} (sizes.py)
 
 
 @dataclass
@@ -386,6 +389,7 @@ class Checker:
             return False
         cases = self.to_run(cases)
         for case in cases:
+            recording.saw(self.exercise, label, case, reference)
             args = _copy(case.args)
             outcome = run_student(student, args, _copy(case.kwargs), forbidden)
             self._absorb(outcome, case.label)
@@ -574,9 +578,38 @@ def diagnose(got, catalog, case, float32=False, postprocess=None):
 
 
 def diagnose_error(exc, catalog, case):
-    """The first catalog mistake that fails on this case with exactly the student's error (type and message)."""
+    """The catalog mistake that fails on this case with exactly the student's error (type and message).
+
+    Different slips can raise the same error (Q @ K and Q @ K.T on a batched K both stop matmul with
+    the same sizes); then the one whose failing line reads most like the student's is named, and none
+    when that does not single one out, so that the message never describes code the student did not write."""
+    same = []
     for m in catalog:
         _, error = m.run(_copy(case.args), _copy(case.kwargs))
         if error is not None and type(error) is type(exc) and str(error) == str(exc):
-            return m
-    return None
+            same.append((m, error))
+    if len(same) <= 1:
+        return same[0][0] if same else None
+    mine = _tokens(_failing_line(exc))
+    if not mine:
+        return None
+    scored = sorted(((_likeness(mine, _tokens(_failing_line(error))), i) for i, (_, error) in enumerate(same)),
+                    reverse=True)
+    (best, i), (second, _) = scored[0], scored[1]
+    return same[i][0] if best > second else None
+
+
+def _failing_line(exc):
+    """The source of the last line that raised, outside NumPy and the standard library."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "site-packages" not in f.filename and "/lib/python" not in f.filename]
+    return (frames[-1].line or "") if frames else ""
+
+
+def _tokens(line):
+    import re
+    return set(re.findall(r"[A-Za-z_]\w*|\.\w+|[^\s\w]", line))
+
+
+def _likeness(a, b):
+    return len(a & b) / len(a | b) if a | b else 0.0

@@ -90,13 +90,17 @@ class Exercise(Graded):
     """An exercise answered with code: a function `name`, or the method `method` of class `name`.
 
     `reference` is the implementation it is checked against (a `Later` when it is made on first
-    use); `answer_from(impl)` turns a function (a catalog mistake or a correct variant) into an
+    use); `sizes` and `reads` declare the sizes its cases give and the values its answer must read
+    (encdec.checks.sizes); `answer_from(impl)` turns a function (a catalog mistake or a correct variant) into an
     answer the checker accepts.
     """
 
-    def __init__(self, number, name, points, reference=None, *, method=None, cell=None):
+    def __init__(self, number, name, points, reference=None, *, method=None, cell=None, sizes=None, reads=()):
         super().__init__(number, name if method is None else f"{name}.{method}", name, points, cell)
         self._reference, self.method = reference, method
+        # the sizes its cases give (encdec.checks.sizes), and the arguments or configuration values the
+        # answer must read rather than assume: both vary across the visible cases
+        self.sizes, self.reads = sizes or {}, tuple(reads)
 
     @property
     def reference(self):

@@ -133,9 +133,9 @@ def attention_cases():
     return {
         "basic": [Case("unbatched, m=3 queries, n=5 keys, d_k=4, d_v=2", qkv((), 3, 5, 4, 2)),
                   Case("one query, d_k=1", qkv((), 1, 6, 1, 3), hidden=True)],
-        "batched": [Case("batched, leading shape (2,), m=3, n=4", qkv((2,), 3, 4, 4, 2)),
+        "batched": [Case("batched, leading shape (2,), m=3, n=5, d_k=6, d_v=4", qkv((2,), 3, 5, 6, 4)),
                     Case("leading shape (2, 3), m=4, n=2", qkv((2, 3), 4, 2, 6, 5), hidden=True)],
-        "masked": [Case("causal mask, m=n=4", qkv((), 4, 4, 3, 2) + (causal,)),
+        "masked": [Case("causal mask, m=n=4", qkv((), 4, 4, 3, 2) + (causal,), alike=(("m", "n"),)),
                    Case("padding mask hiding keys 3 and 4, m=3, n=5", qkv((), 3, 5, 4, 2) + (pad,)),
                    Case("per-batch padding mask (2, 1, 5)", qkv((2,), 3, 5, 4, 2) + (batch_pad,), hidden=True)],
         "robust": [Case("float32 inputs", qkv((), 3, 5, 4, 2, dtype=np.float32), float32=True),
@@ -145,7 +145,8 @@ def attention_cases():
 
 
 SCALED_DOT_PRODUCT_ATTENTION = Exercise("1.2", "scaled_dot_product_attention", points=4,
-                                        reference=attention.scaled_dot_product_attention)
+                                        reference=attention.scaled_dot_product_attention,
+                                        sizes={"Q": "... m d_k", "K": "... n d_k", "V": "... n d_v"})
 
 
 @SCALED_DOT_PRODUCT_ATTENTION.checked_by
@@ -171,7 +172,8 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention=None, *, poi
 
 
 # -- Exercise 1.3 -------------------------------------------------------------------------------------
-SINUSOIDAL_POSITIONS = Exercise("1.3", "sinusoidal_positions", points=2, reference=layers.sinusoidal_positions)
+SINUSOIDAL_POSITIONS = Exercise("1.3", "sinusoidal_positions", points=2, reference=layers.sinusoidal_positions,
+                                sizes={"n": "n", "d": "d"})
 
 
 @SINUSOIDAL_POSITIONS.checked_by

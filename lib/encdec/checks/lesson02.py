@@ -295,7 +295,8 @@ def rms_norm_cases():
     }
 
 
-RMS_NORM = Exercise("2.1", "rms_norm", points=2, reference=layers.rms_norm)
+RMS_NORM = Exercise("2.1", "rms_norm", points=2, reference=layers.rms_norm, sizes={"x": "... d", "gamma": "d"},
+                    reads=("eps",))
 
 
 @RMS_NORM.checked_by
@@ -355,7 +356,8 @@ def padding_mask_cases():
     }
 
 
-PADDING_MASK = Exercise("2.3", "padding_mask", points=2, reference=attention.padding_mask)
+PADDING_MASK = Exercise("2.3", "padding_mask", points=2, reference=attention.padding_mask,
+                        sizes={"tokens": "... n"}, reads=("pad_id",))
 
 
 @PADDING_MASK.checked_by
@@ -380,8 +382,8 @@ def mha_parts():
     """(label, d_model, n_heads, cases): one reference layer per part."""
     r = generator(24)
     x = r.normal
-    tokens = np.array([[4, 8, 2, 0, 0], [3, 3, 6, 1, 7]])
-    pad5 = attention.padding_mask(tokens, 0)  # (2, 1, 1, 5)
+    tokens = np.array([[4, 8, 2, 0, 0], [3, 3, 6, 1, 7], [5, 2, 0, 0, 0]])
+    pad5 = attention.padding_mask(tokens, 0)  # (3, 1, 1, 5)
     pad6 = attention.padding_mask(np.array([[5, 5, 5, 5, 0, 0], [6, 6, 6, 6, 6, 0]]), 0)  # (2, 1, 1, 6)
     return [
         ("self-attention, one sentence (T=5, d_model=8, h=2)", 8, 2,
@@ -390,16 +392,16 @@ def mha_parts():
         ("leading batch dimensions (d_model=12, h=3, so d_k=4)", 12, 3,
          [Case("x of shape (2, 5, 12)", (x(size=(2, 5, 12)),)),
           Case("x of shape (2, 3, 4, 12)", (x(size=(2, 3, 4, 12)),), hidden=True)]),
-        ("cross-attention: m=4 queries read n=6 keys/values", 12, 3,
-         [Case("query_input (4, 12), key_value_input (6, 12)", (x(size=(4, 12)), x(size=(6, 12)))),
+        ("cross-attention: m=5 queries read n=7 keys/values", 12, 3,
+         [Case("query_input (5, 12), key_value_input (7, 12)", (x(size=(5, 12)), x(size=(7, 12)))),
           Case("batched: (2, 4, 12) and (2, 6, 12)", (x(size=(2, 4, 12)), x(size=(2, 6, 12))), hidden=True)]),
         ("masks: padding (B, 1, 1, n) and causal (T, T)", 8, 2,
-         [Case("a padding mask hiding the pads of 2 sentences", (x(size=(2, 5, 8)),), {"mask": pad5}),
+         [Case("a padding mask hiding the pads of 3 sentences", (x(size=(3, 5, 8)),), {"mask": pad5}),
           Case("a causal mask (5, 5)", (x(size=(5, 8)),), {"mask": attention.create_causal_mask(5)}),
           Case("cross-attention with a source padding mask", (x(size=(2, 3, 8)), x(size=(2, 6, 8))),
                {"mask": pad6}, hidden=True)]),
         ("float32 and large inputs (d_model=8, h=4)", 8, 4,
-         [Case("float32 x of shape (4, 8)", (x(size=(4, 8)).astype(np.float32),), float32=True),
+         [Case("float32 x of shape (3, 8)", (x(size=(3, 8)).astype(np.float32),), float32=True),
           Case("large inputs (entries about 10)", (x(size=(2, 4, 8)) * 10,), hidden=True),
           Case("near-zero inputs (entries about 1e-6)", (x(size=(3, 8)) * 1e-6,), hidden=True)]),
         ("one head per feature (d_model=6, h=6, d_k=1)", 6, 6,
@@ -408,7 +410,9 @@ def mha_parts():
 
 
 MULTI_HEAD_ATTENTION = Exercise("2.4", "MultiHeadAttention", points=5, reference=attention.MultiHeadAttention,
-                                method="__call__", cell="multi_head_attention")
+                                method="__call__", cell="multi_head_attention",
+                                sizes={"query_input": "... m d_model", "key_value_input": "... n d_model",
+                                       "self.n_heads": "h", "self.d_k": "d_k"})
 
 
 @MULTI_HEAD_ATTENTION.checked_by
@@ -457,7 +461,7 @@ def ffn_parts():
 
 
 FEED_FORWARD = Exercise("2.5", "FeedForward", points=2, reference=layers.FeedForward, method="__call__",
-                        cell="feed_forward")
+                        cell="feed_forward", sizes={"x": "... m d_model", "self.d_ff": "d_ff"})
 
 
 @FEED_FORWARD.checked_by
@@ -494,8 +498,8 @@ def encoder_block_parts():
          [Case("x (2, 5, 12) and padding_mask(tokens, 0) of shape (2, 1, 1, 5)",
                (r.normal(size=(2, 5, 12)), attention.padding_mask(tokens, 0))),
           Case("leading shape (2, 2, 4, 12), no mask", (r.normal(size=(2, 2, 4, 12)),), hidden=True)]),
-        ("float32 and large inputs (d_model=8, h=4, d_ff=8)", (8, 4, 8),
-         [Case("float32 x of shape (4, 8)", (r.normal(size=(4, 8)).astype(np.float32),), float32=True),
+        ("float32 and large inputs (d_model=8, h=4, d_ff=20)", (8, 4, 20),
+         [Case("float32 x of shape (5, 8)", (r.normal(size=(5, 8)).astype(np.float32),), float32=True),
           Case("large inputs (entries about 50)", (r.normal(size=(3, 8)) * 50 + 10,)),
           Case("near-zero inputs (entries about 1e-5), where the norms' eps matters",
                (r.normal(size=(2, 3, 8)) * 1e-5,), hidden=True)]),
@@ -503,7 +507,8 @@ def encoder_block_parts():
 
 
 ENCODER_BLOCK = Exercise("2.6", "EncoderBlock", points=4, reference=layers.EncoderBlock, method="__call__",
-                         cell="encoder_block")
+                         cell="encoder_block", sizes={"x": "... n d_model", "self.self_attn.n_heads": "h",
+                                                      "self.ffn.d_ff": "d_ff"})
 
 
 @ENCODER_BLOCK.checked_by

@@ -126,7 +126,8 @@ def check_create_causal_mask(create_causal_mask=None, *, points=None, hidden=Fal
 
 
 # -- Exercise 3.2 -------------------------------------------------------------------------------------
-DECODER_MASK = Exercise("3.2", "decoder_mask", points=2, reference=REF_DECODER_MASK)
+DECODER_MASK = Exercise("3.2", "decoder_mask", points=2, reference=REF_DECODER_MASK, sizes={"tgt_in": "... m"},
+                        reads=("pad_id",))
 
 
 @DECODER_MASK.checked_by
@@ -169,13 +170,14 @@ def causal_attention_cases():
                 Case("a single position, x (1, 6)", inputs((), 1, 6, 2, 2), hidden=True)],
         "batched": [Case("a batch, x (2, 6, 8)", inputs((2,), 6, 8, 4, 5)),
                     Case("leading shape (2, 3), x (2, 3, 4, 6)", inputs((2, 3), 4, 6, 3, 2), hidden=True)],
-        "robust": [Case("float32 inputs", inputs((), 4, 6, 4, 4, dtype=np.float32), float32=True),
-                   Case("large scores (x of size about 10)", inputs((2,), 5, 8, 8, 3, scale=10.0)),
+        "robust": [Case("float32 inputs", inputs((), 4, 6, 3, 5, dtype=np.float32), float32=True),
+                   Case("large scores (x of size about 10)", inputs((2,), 5, 8, 6, 3, scale=10.0)),
                    Case("near-zero inputs (x of size about 1e-6)", inputs((), 4, 6, 3, 3, scale=1e-6), hidden=True)],
     }
 
 
-CAUSAL_SELF_ATTENTION = Exercise("3.3", "causal_self_attention", points=3, reference=REF_CAUSAL_SELF_ATTENTION)
+CAUSAL_SELF_ATTENTION = Exercise("3.3", "causal_self_attention", points=3, reference=REF_CAUSAL_SELF_ATTENTION,
+                                 sizes={"x": "... m d_model", "W_q": "d_model d_k", "W_v": "d_model d_v"})
 
 
 @CAUSAL_SELF_ATTENTION.checked_by
@@ -200,7 +202,8 @@ def check_causal_self_attention(causal_self_attention=None, *, points=None, hidd
 
 
 # -- Exercise 3.4 -------------------------------------------------------------------------------------
-OUTPUT_LOGITS = Exercise("3.4", "output_logits", points=2, reference=REF_OUTPUT_LOGITS)
+OUTPUT_LOGITS = Exercise("3.4", "output_logits", points=2, reference=REF_OUTPUT_LOGITS,
+                         sizes={"h": "... m d_model", "E": "V d_model"})
 
 
 @OUTPUT_LOGITS.checked_by

@@ -48,11 +48,11 @@ def cross_attention_cases():
                  Case("a single target position, m=1, n=5", qkv((), 1, 5, 2, 2), hidden=True)],
         "mask": [Case("padding mask of shape (5,) hiding source positions 3 and 4, m=3, d_k=4",
                       qkv((), 3, 5, 4, 2) + (row_mask,)),
-                 Case("batch of 2 sources of real lengths 6 and 4, mask (2, 1, 6), m=4",
-                      qkv((2,), 4, 6, 3, 2) + (_pad_mask([6, 4], 6),)),
+                 Case("batch of 2 sources of real lengths 6 and 4, mask (2, 1, 6), m=4, d_k=3, d_v=5",
+                      qkv((2,), 4, 6, 3, 5) + (_pad_mask([6, 4], 6),)),
                  Case("multi-head layout (2, 3, m=4, d_k=2), mask (2, 1, 1, 5), more target than real source",
                       qkv((2, 3), 4, 5, 2, 2) + (_pad_mask([2, 5], 5, heads_axis=True),), hidden=True)],
-        "robust": [Case("batched (2, m=3, n=5), d_k=4", qkv((2,), 3, 5, 4, 3)),
+        "robust": [Case("batched (2, m=3, n=5), d_k=4, d_v=6", qkv((2,), 3, 5, 4, 6)),
                    Case("float32 inputs, m=3, n=5", qkv((), 3, 5, 4, 2, dtype=np.float32), float32=True),
                    Case("large scores (entries about 30) with padding", qkv((2,), 5, 4, 8, 3, scale=30.0)
                         + (_pad_mask([4, 2], 4),)),
@@ -61,7 +61,8 @@ def cross_attention_cases():
     }
 
 
-CROSS_ATTENTION = Exercise("4.1", "cross_attention", points=3, reference=attention.cross_attention)
+CROSS_ATTENTION = Exercise("4.1", "cross_attention", points=3, reference=attention.cross_attention,
+                           sizes={"Q": "... m d_k", "K": "... n d_k", "V": "... n d_v"})
 
 
 @CROSS_ATTENTION.checked_by
@@ -106,20 +107,25 @@ def attend_configs():
     def states(lead, m, n, d):
         return r.normal(size=lead + (m, d)), r.normal(size=lead + (n, d))
 
-    return [
+    configs = [
         ("unbatched and rectangular: m=3 decoder positions, n=5 source positions, d_model=8, 2 heads", 8, 2, 420,
          [Case("m=3, n=5", states((), 3, 5, 8) + (None,)),
           Case("m=6, n=2", states((), 6, 2, 8) + (None,), hidden=True)], False),
         ("batched, with the source padding mask (B, 1, 1, n), d_model=12, 3 heads", 12, 3, 421,
-         [Case("B=2, m=4, n=6, real source lengths 6 and 3", states((2,), 4, 6, 12) + (_pad_mask([6, 3], 6, True),)),
+         [Case("B=2, m=5, n=6, real source lengths 6 and 3", states((2,), 5, 6, 12) + (_pad_mask([6, 3], 6, True),)),
           Case("B=3, m=5, n=3, real lengths 1, 2, 3", states((3,), 5, 3, 12) + (_pad_mask([1, 2, 3], 3, True),),
                hidden=True)], False),
         ("a single head, d_model=8", 8, 1, 422,
-         [Case("1 head, m=2, n=4", states((), 2, 4, 8) + (None,))], False),
+         [Case("1 head, m=2, n=4 (one head: d_k = d_model)", states((), 2, 4, 8) + (None,),
+               alike=(("d_k", "d_model"),))], False),
         ("8 heads of width 2, d_model=16", 16, 8, 423,
          [Case("B=2, m=3, n=7, real lengths 7 and 5", states((2,), 3, 7, 16) + (_pad_mask([7, 5], 7, True),))],
          True),
     ]
+    for _, d_model, n_heads, _, cases, _ in configs:
+        for case in cases:  # the layer the check builds: its heads are sizes the answer reads
+            case.given = {"h": n_heads, "d_k": d_model // n_heads}
+    return configs
 
 
 def attend_model(source):
@@ -139,7 +145,8 @@ def _kv_first(method, source):
     return run
 
 
-CROSS_ATTENTION_CLASS = Exercise("4.2", "CrossAttention", points=3, reference=MultiHeadAttention, method="attend")
+CROSS_ATTENTION_CLASS = Exercise("4.2", "CrossAttention", points=3, reference=MultiHeadAttention, method="attend",
+                                 sizes={"query_input": "... m d_model", "H_enc": "... n d_model"})
 
 
 @CROSS_ATTENTION_CLASS.checked_by
@@ -225,7 +232,8 @@ STEP_PROBES = Probes(
     MaskedKeysZero(argument(3, "mask"), weights=lambda v: v[1]))
 
 CROSS_ATTENTION_STEP_BY_STEP = Exercise("4.3", "cross_attention_step_by_step", points=2,
-                                        reference=reference_cross_attention_step_by_step)
+                                        reference=reference_cross_attention_step_by_step,
+                                        sizes={"mha.n_heads": "h", "H_enc": "... n d_model", "H_dec": "... m d_model"})
 
 
 @CROSS_ATTENTION_STEP_BY_STEP.checked_by

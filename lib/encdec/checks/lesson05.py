@@ -43,7 +43,7 @@ def _inputs(r, lead, m, n, d, tgt_lengths=None, src_lengths=None, dtype=np.float
 def block_configs():
     """(label, (d_model, n_heads, d_ff, seed), cases with args (x, H_enc, self_mask, cross_mask), hidden only)."""
     r = generator(52)
-    return [
+    configs = [
         ("one sentence: causal mask, m=5 target and n=7 source positions", (8, 2, 16, 520),
          [Case("x (5, 8), H_enc (7, 8)", _inputs(r, (), 5, 7, 8)),
           Case("a single target position, m=1, n=3", _inputs(r, (), 1, 3, 8), hidden=True)], False),
@@ -55,6 +55,10 @@ def block_configs():
         ("more target than source positions, 4 heads", (16, 4, 32, 522),
          [Case("B=2, m=6, n=3, real source lengths 3 and 1", _inputs(r, (2,), 6, 3, 16, None, [3, 1]))], True),
     ]
+    for _, (d_model, n_heads, d_ff, _), cases, _ in configs:
+        for case in cases:  # the block the check builds: its sizes are read by the answer
+            case.given = {"h": n_heads, "d_ff": d_ff}
+    return configs
 
 
 def _student_block(cls, source):
@@ -218,7 +222,8 @@ def decoder_block_probes(block, post_norm=False):
         obj=block, params=gains, roles=NORM_ROLES)
 
 
-DECODER_BLOCK = Exercise("5.2", "DecoderBlock", points=4, reference=layers.DecoderBlock, method="__call__")
+DECODER_BLOCK = Exercise("5.2", "DecoderBlock", points=4, reference=layers.DecoderBlock, method="__call__",
+                         sizes={"x": "... m d_model", "encoder_output": "... n d_model"})
 
 
 @DECODER_BLOCK.checked_by
@@ -244,11 +249,18 @@ def check_decoder_block(DecoderBlock=None, *, points=None, hidden=False):
             c.part(label, False, f"could not build DecoderBlock({d_model}, {n_heads}, {d_ff}) and give it "
                    f"the test's weights: {built.error_text}")
             continue
-        c.check_cases(label, built.value, lambda *a, s=source: layers.DecoderBlock.__call__(s, *a), cases,
+        c.check_cases(label, built.value, _bound_call(source), cases,
                       catalog=bind_catalog(CATALOG["DecoderBlock"], source), forbidden=forbidden,
                       names=("output", "cross_weights"), probes=decoder_block_probes(source))
     _causality_part(c, cls, forbidden)
     return c.result()
+
+
+def _bound_call(source):
+    """The reference block's __call__ on the case args."""
+    def call(x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
+        return layers.DecoderBlock.__call__(source, x, encoder_output, self_attn_mask, cross_attn_mask)
+    return call
 
 
 def _causality_part(c, cls, forbidden):
@@ -285,7 +297,9 @@ def _causality_part(c, cls, forbidden):
 
 # -- Exercise 5.3 ------------------------------------------------------------------------------------------
 DECODER_BLOCK_POST_NORM = Exercise("5.3", "decoder_block_post_norm", points=2,
-                                   reference=layers.decoder_block_post_norm)
+                                   reference=layers.decoder_block_post_norm,
+                                   sizes={"x": "... m d_model", "encoder_output": "... n d_model",
+                                          "block.self_attn.n_heads": "h", "block.ffn.d_ff": "d_ff"})
 
 
 @DECODER_BLOCK_POST_NORM.checked_by

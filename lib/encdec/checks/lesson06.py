@@ -75,7 +75,8 @@ SHIFT_PROBES = Probes(_shift_model, Combos("shift", [
 ], "The decoder input is [bos_id] + targets[..., :-1], along the last axis."))
 
 
-SHIFT_RIGHT = Exercise("6.1", "shift_right", points=2, reference=model_mod.shift_right)
+SHIFT_RIGHT = Exercise("6.1", "shift_right", points=2, reference=model_mod.shift_right, sizes={"targets": "... m"},
+                       reads=("bos_id",))
 
 
 @SHIFT_RIGHT.checked_by
@@ -167,7 +168,8 @@ EMBED_PROBES = Probes(
           what="E's rows", knob="factor"))
 
 
-EMBED = Exercise("6.2", "embed", points=2, reference=Seq2Seq.embed)
+EMBED = Exercise("6.2", "embed", points=2, reference=Seq2Seq.embed,
+                 sizes={"tokens": "... m", "self.config.d_model": "d_model", "self.config.vocab_size": "V"})
 
 
 @EMBED.checked_by
@@ -199,12 +201,12 @@ def forward_setups():
     tiny = random_model(633, vocab_size=13, n_layers=2, embedding_scale=1e-4)
     large = random_model(634, vocab_size=13, n_layers=2, embedding_scale=30.0)
     setups = []
-    src, tgt_in = model_inputs(base, 1, [6, 4], 6, [5, 3], 5)
-    setups.append(("a batch of 2, n=6 source and m=5 target positions, both padded, 2+2 layers", base, src, tgt_in, False))
+    src, tgt_in = model_inputs(base, 1, [6, 4, 5], 6, [5, 3, 4], 5)
+    setups.append(("a batch of 3, n=6 source and m=5 target positions, padded, 2+2 layers", base, src, tgt_in, False))
     src, tgt_in = model_inputs(base, 2, [4], 4, [3], 3)
     setups.append(("one unbatched pair, n=4, m=3", base, src[0], tgt_in[0], False))
-    src, tgt_in = model_inputs(pad3, 3, [5, 2, 4], 5, [4, 4, 2], 6)
-    setups.append(("pad_id=3, d_model=12, 3 heads, 1+1 layers, n=5, m=6", pad3, src, tgt_in, False))
+    src, tgt_in = model_inputs(pad3, 3, [5, 2, 4, 3], 5, [4, 4, 2, 5], 6)
+    setups.append(("pad_id=3, d_model=12, 3 heads, 1+1 layers, a batch of 4, n=5, m=6", pad3, src, tgt_in, False))
     src, tgt_in = model_inputs(deep, 4, [3, 7], 7, [6, 2], 6)
     setups.append(("3 encoder and 2 decoder layers, 4 heads", deep, src, tgt_in, True))
     src, tgt_in = model_inputs(base, 5, [5, 3, 2, 4], 5, [4, 2, 3, 4], 4)
@@ -306,7 +308,10 @@ ENCODE_PROBES = Probes(
         "read it. The encoder is bidirectional: only the padding mask, no causal mask."), change=True, kind="causal"))
 
 
-ENCODE = Exercise("6.3", "encode", points=3, reference=Seq2Seq.encode)
+ENCODE = Exercise("6.3", "encode", points=3, reference=Seq2Seq.encode,
+                  sizes={"src": "... n", "self.config.d_model": "d_model", "self.config.n_heads": "h",
+                         "self.config.d_ff": "d_ff", "self.config.vocab_size": "V"},
+                  reads=("self.config.pad_id", "self.config.n_encoder_layers"))
 
 
 @ENCODE.checked_by
@@ -397,7 +402,10 @@ DECODE_PROBES = Probes(
         "src_mask. Pass src_mask as every decoder block's cross-attention mask."), kind="padding"))
 
 
-DECODE = Exercise("6.4", "decode", points=4, reference=Seq2Seq.decode)
+DECODE = Exercise("6.4", "decode", points=4, reference=Seq2Seq.decode,
+                  sizes={"tgt_in": "... m", "H_enc": "... n d_model", "self.config.n_heads": "h",
+                         "self.config.d_ff": "d_ff", "self.config.vocab_size": "V"},
+                  reads=("self.config.pad_id", "self.config.n_decoder_layers"))
 
 
 @DECODE.checked_by
@@ -483,7 +491,8 @@ COUNT_PROBES = Probes(_count_model, Combos("count", _count_choices(),
                                             "Count every [LEARNED] array once: parameter_count's docstring lists them."))
 
 
-PARAMETER_COUNT = Exercise("6.5", "parameter_count", points=3, reference=model_mod.parameter_count)
+PARAMETER_COUNT = Exercise("6.5", "parameter_count", points=3, reference=model_mod.parameter_count,
+                           reads=("vocab_size", "d_model", "d_ff", "n_encoder_layers", "n_decoder_layers"))
 
 
 @PARAMETER_COUNT.checked_by

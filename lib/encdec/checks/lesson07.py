@@ -134,7 +134,8 @@ def xent_probes(choices, right):
 XENT_PROBES = xent_probes(XENT_CHOICES, XENT_RIGHT)
 
 
-SOFTMAX_CROSS_ENTROPY = Exercise("7.1", "softmax_cross_entropy", points=3, reference=loss.softmax_cross_entropy)
+SOFTMAX_CROSS_ENTROPY = Exercise("7.1", "softmax_cross_entropy", points=3, reference=loss.softmax_cross_entropy,
+                                 sizes={"logits": "... m V", "targets": "... m"}, reads=("pad_id",))
 
 
 @SOFTMAX_CROSS_ENTROPY.checked_by
@@ -236,7 +237,8 @@ NUMERICAL_GRADIENT_PROBES = Probes(_gradient_model, Scale(
     what="your difference quotients", knob="factor"))
 
 
-NUMERICAL_GRADIENT = Exercise("7.2", "numerical_gradient", points=2, reference=backward.numerical_gradient)
+NUMERICAL_GRADIENT = Exercise("7.2", "numerical_gradient", points=2, reference=backward.numerical_gradient,
+                              reads=("h",))
 
 
 @NUMERICAL_GRADIENT.checked_by
@@ -309,7 +311,8 @@ SOFTMAX_BACKWARD_PROBES = Probes(
     Scale(lambda dout, probs, axis=-1: [("1", 1.0, None)], what="the entries of your dx", knob="factor"))
 
 
-SOFTMAX_BACKWARD = Exercise("7.3", "softmax_backward", points=3, reference=backward.softmax_backward)
+SOFTMAX_BACKWARD = Exercise("7.3", "softmax_backward", points=3, reference=backward.softmax_backward,
+                            reads=("axis",))
 
 
 @SOFTMAX_BACKWARD.checked_by
@@ -343,8 +346,8 @@ def attention_backward_cases():
                   Case("one query, d_k=1", case((), 1, 4, 1, 3), hidden=True)],
         "batched": [Case("batched (2,), m=4, n=3, d_k=6, d_v=5", case((2,), 4, 3, 6, 5)),
                     Case("heads: leading shape (2, 3), m=n=4", case((2, 3), 4, 4, 2, 2), hidden=True)],
-        "masked": [Case("causal mask, m=n=4", case((), 4, 4, 3, 2, create_causal_mask(4))),
-                   Case("padding mask hiding keys 4 and 5, m=3, n=6", case((2,), 3, 6, 4, 3, pad)),
+        "masked": [Case("causal mask, m=n=4", case((), 4, 4, 3, 2, create_causal_mask(4)), alike=(("m", "n"),)),
+                   Case("padding mask hiding keys 4 and 5, m=3, n=6, d_v=5", case((2,), 3, 6, 4, 5, pad)),
                    Case("large scores (entries about 5)", case((), 3, 5, 8, 2, scale=5.0), hidden=True),
                    Case("float32", case((), 3, 5, 4, 2, dtype=np.float32), float32=True, hidden=True)],
     }
@@ -437,7 +440,8 @@ def _values_only(m):
     return dataclasses.replace(m, impl=impl)
 
 
-ATTENTION_BACKWARD = Exercise("7.4", "attention_backward", points=4, reference=backward.attention_backward)
+ATTENTION_BACKWARD = Exercise("7.4", "attention_backward", points=4, reference=backward.attention_backward,
+                              sizes={"Q": "... m d_k", "K": "... n d_k", "V": "... n d_v"})
 
 
 @ATTENTION_BACKWARD.checked_by
@@ -529,7 +533,8 @@ RMS_NORM_BACKWARD_PROBES = Probes(
     EachOutput(Combos("rms_norm_backward", _RMS_CHOICES, _RMS_RIGHT, most=1), ("dx", "dgamma")))
 
 
-RMS_NORM_BACKWARD = Exercise("7.5", "rms_norm_backward", points=3, reference=backward.rms_norm_backward)
+RMS_NORM_BACKWARD = Exercise("7.5", "rms_norm_backward", points=3, reference=backward.rms_norm_backward,
+                             sizes={"x": "... d"}, reads=("eps",))
 
 
 @RMS_NORM_BACKWARD.checked_by

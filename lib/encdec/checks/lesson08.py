@@ -43,8 +43,7 @@ def loss_cases():
         "pads": [Case("a padded batch: 3 sequences of lengths 6, 3, 4; pad_id=0",
                       (r.normal(size=(3, 6, V)), _padded_targets(r, [6, 3, 4], 6, V)), {"pad_id": PAD}),
                  Case("pad_id=8 (not 0), lengths 2 and 5",
-                      (r.normal(size=(2, 5, V)), _padded_targets(r, [2, 5], 5, V, pad_id=8)), {"pad_id": 8},
-                      hidden=True)],
+                      (r.normal(size=(2, 5, V)), _padded_targets(r, [2, 5], 5, V, pad_id=8)), {"pad_id": 8})],
         "smoothing": [Case("label_smoothing=0.1, one sequence, no padding",
                            (r.normal(size=(4, 6)), r.integers(0, 6, size=4)), {"label_smoothing": 0.1}),
                       Case("label_smoothing=0.2 on a padded batch",
@@ -95,7 +94,8 @@ SEQUENCE_XENT_PROBES = Probes(
     EachOutput(Combos("sequence_xent", _SMOOTH_CHOICES, _SMOOTH_RIGHT, most=1), ("loss", "dlogits")))
 
 
-SEQUENCE_CROSS_ENTROPY = Exercise("8.1", "sequence_cross_entropy", points=3, reference=loss_mod.softmax_cross_entropy)
+SEQUENCE_CROSS_ENTROPY = Exercise("8.1", "sequence_cross_entropy", points=3, reference=loss_mod.softmax_cross_entropy,
+                                  sizes={"logits": "... m V", "targets": "... m"}, reads=("pad_id", "label_smoothing"))
 
 
 @SEQUENCE_CROSS_ENTROPY.checked_by
@@ -192,7 +192,8 @@ ADAM_PROBES = Probes(
     EachOutput(Combos("adam", _ADAM_CHOICES, _ADAM_RIGHT, most=1), ("new_param", "new_m", "new_v")))
 
 
-ADAM_UPDATE = Exercise("8.2", "adam_update", points=3, reference=optim.adam_update)
+ADAM_UPDATE = Exercise("8.2", "adam_update", points=3, reference=optim.adam_update,
+                       reads=("t", "lr", "beta1", "beta2", "eps"))
 
 
 @ADAM_UPDATE.checked_by
@@ -272,7 +273,8 @@ SCHEDULE_PROBES = Probes(
     Scale(lambda steps, d_model, warmup_steps, factor=None: [("1", 1.0, None)], what="your rates", knob="factor_scale"))
 
 
-WARMUP_SCHEDULE = Exercise("8.3", "warmup_schedule", points=2, reference=optim.warmup_schedule)
+WARMUP_SCHEDULE = Exercise("8.3", "warmup_schedule", points=2, reference=optim.warmup_schedule,
+                           reads=("d_model", "warmup_steps", "factor"))
 
 
 @WARMUP_SCHEDULE.checked_by
@@ -583,7 +585,7 @@ def dropout_probes(flipped):
     return Probes(model, Combos("dropout", _DROPOUT_CHOICES, _DROPOUT_RIGHT), _NotFromRng())
 
 
-DROPOUT = Exercise("8.6", "dropout", points=2, reference=layers.dropout)
+DROPOUT = Exercise("8.6", "dropout", points=2, reference=layers.dropout, reads=("rate", "training"))
 
 
 @DROPOUT.checked_by

@@ -30,7 +30,7 @@ from ..model import Seq2Seq
 from .catalog import wrapped
 from .core import Case, Checker, compare, rebind, run_student, with_cause
 from .exercises import Exercise
-from .fixtures import BOS, EOS, PAD, generator, random_model, source_batch
+from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model, source_batch
 from .ordering import Ordering, Step
 from .probes import Combos, DecodedRows, Finding, Probes, Property, combos
 from ..layers import rms_norm
@@ -60,6 +60,7 @@ class ScriptedReverser(Seq2Seq):
 
     push = 2.5
     readout_scale = 1.0
+    eos_id = EOS  # the token pushed up once the source is read
 
     def decode(self, tgt_in, H_enc, src_mask, return_attention=False):
         out = super().decode(tgt_in, H_enc, src_mask, return_attention)
@@ -77,7 +78,7 @@ class ScriptedReverser(Seq2Seq):
             picked = np.take_along_axis(H, read[..., None], axis=-2)  # (..., m, d)
         centred = picked - np.mean(H, axis=-2, keepdims=True)  # what is particular to that source position
         logits = logits + centred @ readout
-        logits[..., EOS] += self.push * (t - n_src + 0.5)
+        logits[..., self.eos_id] += self.push * (t - n_src + 0.5)
         return (logits, cross) if return_attention else logits
 
 
@@ -152,7 +153,25 @@ def _reference_greedy(model, src, bos_id, eos_id, max_len):
     return decoding.greedy_decode(model, src, bos_id, eos_id, max_len, use_cache=False)
 
 
+def other_ids_model(seed, pad_id=3, bos_id=4, eos_id=5, scripted=True, **sizes):
+    """A model whose pad id is `pad_id` and which says `eos_id` (a ScriptedReverser once the source is read;
+    else a random model whose `eos_id` row is larger, for cached decoding, which the script does not reach),
+    and a batch of its sources (padded with pad_id, free of the special ids): the case where an answer that
+    writes a constant (the toy task's PAD, BOS, EOS) instead of reading model.config.pad_id, bos_id or
+    eos_id decodes other tokens."""
+    if scripted:
+        model = decoding_model(seed, model_class=ScriptedReverser, embedding_scale=0.2, pad_id=pad_id, **sizes)
+        model.eos_id = eos_id
+    else:
+        model = wild_model(seed, pad_id=pad_id, **sizes)
+        model.embedding[eos_id] *= 1.5
+    V = model.config.vocab_size
+    src = padded_tokens(generator(seed + 1), [4, 2, 3], 4, V, pad_id, avoid=(pad_id, bos_id, eos_id, PAD, BOS, EOS))
+    return model, src
+
+
 def greedy_cases():
+    other, other_src = other_ids_model(24)
     stop = decoding_model(21, model_class=ScriptedReverser, embedding_scale=0.2)
     stop2 = decoding_model(22, vocab_size=11, d_model=12, n_heads=3, n_layers=2, model_class=ScriptedReverser,
                            embedding_scale=0.2)
@@ -169,6 +188,8 @@ def greedy_cases():
         "batch": [Case("a batch of 3 padded sources (lengths 2, 5, 3): rows end at different steps",
                        (stop, source_batch(6, [2, 5, 3]), BOS, EOS, 9)),
                   Case("a batch of 2 sources with the random model, max_len=5", (wild, source_batch(7, [4, 2]), BOS, EOS, 5)),
+                  Case("a model whose pad id is 3 (model.config.pad_id), with <bos> 4 and <eos> 5: 3 padded sources",
+                       (other, other_src, 4, 5, 8)),
                   Case("a batch of 4 sources, the briefly trained reverser",
                        (trained_reverser(), source_batch(8, [3, 5, 2, 4]), BOS, EOS, 7), hidden=True)],
     }
@@ -233,7 +254,8 @@ GREEDY_PROBES = Probes(greedy_model, Combos("greedy", GREEDY_CHOICES, GREEDY_RIG
                        DecodedRows(_decoded_ids, _decoding_ids))
 
 
-GREEDY_DECODE = Exercise("9.1", "greedy_decode", points=3, reference=decoding.greedy_decode)
+GREEDY_DECODE = Exercise("9.1", "greedy_decode", points=3, reference=decoding.greedy_decode,
+                         sizes={"src": "... n"}, reads=("bos_id", "eos_id", "max_len", "model.config.pad_id"))
 
 
 @GREEDY_DECODE.checked_by
@@ -615,6 +637,7 @@ def _every(results):
 
 
 def beam_cases():
+    other, other_src = other_ids_model(34, push=1.0)
     stop = decoding_model(31, model_class=ScriptedReverser, embedding_scale=0.2)
     slow = decoding_model(31, model_class=ScriptedReverser, embedding_scale=0.2, push=1.0)
     slower = decoding_model(35, model_class=ScriptedReverser, embedding_scale=0.2, push=1.5)
@@ -639,6 +662,8 @@ def beam_cases():
                       (slow, source_batch(3, [4])[0], BOS, EOS, 3, 9)),
                  Case("beam_width=4, alpha=0.6", (slower, source_batch(3, [4])[0], BOS, EOS, 4, 9, 0.6)),
                  Case("beam_width=2, a random model (no EOS within max_len=4)", (wild, source_batch(4, [5])[0], BOS, EOS, 2, 4)),
+                 Case("beam_width=3 with <bos> 4 and <eos> 5, a model whose pad id is 3",
+                      (other, other_src[0], 4, 5, 3, 8)),
                  Case("beam_width=3, two layers each side, alpha=0.8", (stop2, source_batch(5, [5], vocab_size=11)[0],
                                                                         BOS, EOS, 3, 9, 0.8), hidden=True),
                  Case("beam_width=3, the briefly trained reverser", (trained_reverser(), source_batch(6, [4])[0], BOS, EOS, 3, 7),
@@ -721,7 +746,8 @@ BEAM_PROBES = Probes(beam_model, Combos("beam", [
 ], "score(y) = (sum of log p(y_t)) / len(y)^alpha with len(y) counting EOS; finished hypotheses first, best first."))
 
 
-BEAM_SEARCH = Exercise("9.3", "beam_search", points=3, reference=decoding.beam_search)
+BEAM_SEARCH = Exercise("9.3", "beam_search", points=3, reference=decoding.beam_search, sizes={"src": "n"},
+                       reads=("bos_id", "eos_id", "beam_width", "max_len", "alpha"))
 
 
 @BEAM_SEARCH.checked_by
@@ -774,7 +800,8 @@ def decode_step_cases():
     return {
         "one": [Case("one source (n=4), 3 steps", (41, [4], 3, 1, 9, 8, 2, True)),
                 Case("one source (n=6), 5 steps, two layers", (42, [6], 5, 2, 11, 12, 3, True), hidden=True)],
-        "batch": [Case("a batch of 2 sources (lengths 5 and 2, padded), 4 steps", (43, [5, 2], 4)),
+        "batch": [Case("a batch of 2 sources (lengths 5 and 2, padded), 4 steps, V=11, d_model=12, 3 heads",
+                       (43, [5, 2], 4, 1, 11, 12, 3)),
                   Case("a batch of 3 padded sources, 6 steps, two layers", (44, [3, 6, 1], 6, 2, 11, 12, 4),
                        hidden=True)],
     }
@@ -858,7 +885,8 @@ DECODE_STEP_PROBES = Probes(_decode_step_model, Combos("decode_step", [
    "cross-attend with src_mask; final norm, head; then cache.length += 1."), _CacheNotExtended())
 
 
-DECODE_STEP = Exercise("9.4", "decode_step", points=3, reference=decoding.decode_step)
+DECODE_STEP = Exercise("9.4", "decode_step", points=3, reference=decoding.decode_step,
+                       sizes={"vocab_size": "V", "d_model": "d_model", "n_heads": "h"})
 
 
 @DECODE_STEP.checked_by
@@ -923,6 +951,7 @@ def _reference_cached(model, src, bos_id, eos_id, max_len):
 
 
 def cached_cases():
+    other, other_src = other_ids_model(256, scripted=False)
     wild = wild_model(55)
     wild2 = wild_model(56, vocab_size=11, d_model=12, n_heads=3, n_layers=2)
     likes_specials = wild_model(61)
@@ -937,12 +966,15 @@ def cached_cases():
                        (trained_reverser(), source_batch(4, [2, 5, 3]), BOS, EOS, 8)),
                   Case("a batch of 2 sources, a random model that favours BOS and pad (both must be banned)",
                        (likes_specials, source_batch(8, [4, 3]), BOS, EOS, 6)),
+                  Case("a model whose pad id is 3 (model.config.pad_id), with <bos> 4 and <eos> 5: 3 padded sources",
+                       (other, other_src, 4, 5, 8)),
                   Case("a batch of 4 sources, two layers each side", (wild2, source_batch(6, [2, 6, 4, 1], vocab_size=11), BOS, EOS, 7),
                        hidden=True)],
     }
 
 
-CACHED_GREEDY_DECODE = Exercise("9.5", "cached_greedy_decode", points=2, reference=decoding.greedy_decode)
+CACHED_GREEDY_DECODE = Exercise("9.5", "cached_greedy_decode", points=2, reference=decoding.greedy_decode,
+                                sizes={"src": "... n"}, reads=("bos_id", "eos_id", "max_len", "model.config.pad_id"))
 
 
 @CACHED_GREEDY_DECODE.checked_by

@@ -40,7 +40,7 @@ from ..model import ModelConfig, Seq2Seq, shift_right
 from .catalog import wrapped
 from .core import RTOL, RTOL32, Attempt, Case, Checker, compare, run_student, with_cause
 from .exercises import Exercise, Later
-from .fixtures import BOS, EOS, PAD, generator, random_model, randomize, source_batch
+from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model, randomize
 from .ordering import Ordering, Step
 from .probes import Combos, DecodedRows, Finding, Probes, find_slip
 from .record import collected
@@ -600,7 +600,8 @@ def _lr_curve_model(k, *args):
 LR_CURVE_PROBES = Probes(_lr_curve_model, *LR_PROBES.probes)
 
 
-LR_AT = Exercise("10.2", "lr_at", points=2, reference=Later(lambda: references().lr_at))
+LR_AT = Exercise("10.2", "lr_at", points=2, reference=Later(lambda: references().lr_at),
+                 reads=("peak_lr", "warmup_steps", "total_steps", "min_lr"))
 
 
 @LR_AT.checked_by
@@ -1169,6 +1170,22 @@ def check_exact_match(exact_match=None, *, points=None, hidden=False):
 
 
 # -- Exercise 10.6 ---------------------------------------------------------------------------------------
+OTHER_IDS = {"pad": 3, "bos": 4, "eos": 5}  # the "other-ids" model's pad id, and the ids it decodes with
+
+
+def _ids(model_name):
+    """(bos_id, eos_id) a case decodes `model_name` with."""
+    return (OTHER_IDS["bos"], OTHER_IDS["eos"]) if model_name == "other-ids" else (BOS, EOS)
+
+
+def _source(model_name, np_model, sources):
+    """The case's source batch for `np_model`, padded with the model's own pad id."""
+    seed, lengths = sources
+    avoid = (PAD, BOS, EOS, *OTHER_IDS.values()) if model_name == "other-ids" else (PAD, BOS, EOS)
+    return padded_tokens(generator(seed), lengths, max(lengths), np_model.config.vocab_size,
+                         np_model.config.pad_id, avoid=avoid)
+
+
 @functools.cache
 def decode_models():
     """The NumPy models the decoding checks use (their torch twins hold the same weights). A random model
@@ -1180,8 +1197,11 @@ def decode_models():
 
     likes_specials = random_model(61, embedding_scale=0.3, scale=3.0, fan_in=True)
     likes_specials.embedding[[PAD, BOS]] *= 2.0
+    other_ids = random_model(256, embedding_scale=0.3, scale=3.0, fan_in=True, pad_id=OTHER_IDS["pad"])
+    other_ids.embedding[OTHER_IDS["eos"]] *= 1.5  # rows end at steps 2 and 4 and run to max_len; 2 is a plain token
     return {
         "wild": ending(236, 1.5),
+        "other-ids": other_ids,
         "two-blocks": ending(337, 2.0, vocab_size=11, d_model=12, n_heads=3, n_layers=2),
         "likes-specials": likes_specials,
         "counted": random_model(53, n_layers=2, embedding_scale=0.6),
@@ -1204,7 +1224,9 @@ def decode_cases():
             Case("one source, max_len 1", ("wild", (3, [5]), 1), hidden=True)],
         "specials": [
             Case("2 sources, a random model that favours <bos> and <pad> (both must be banned)",
-                 ("likes-specials", (8, [4, 3]), 6))],
+                 ("likes-specials", (8, [4, 3]), 6)),
+            Case("a model whose pad id is 3 (model.config.pad_id), decoding with <bos> 4 and <eos> 5: 3 padded sources",
+                 ("other-ids", (9, [4, 2, 3]), 7))],
         "float32": [
             Case("the model of the first case in float32", ("wild", (236, [4, 2, 5]), 8, "float32"))],
         "dates": [
@@ -1224,7 +1246,7 @@ def _decode_inputs(model_name, sources, max_len, dtype="float64"):
         return R.tm.to_numpy(twin), twin, src, max_len
     np_model = decode_models()[model_name]
     twin = R.tm.from_numpy(np_model, dtype=getattr(R.torch, dtype)).eval()
-    return np_model, twin, source_batch(*sources, np_model.config.vocab_size), max_len
+    return np_model, twin, _source(model_name, np_model, sources), max_len
 
 
 def _decoded(fn):
@@ -1232,13 +1254,13 @@ def _decoded(fn):
     def run(model_name, sources, max_len, dtype="float64"):
         R = references()
         _, twin, src, max_len = _decode_inputs(model_name, sources, max_len, dtype)
-        return fn(twin, R.torch.from_numpy(src), BOS, EOS, max_len)
+        return fn(twin, R.torch.from_numpy(src), *_ids(model_name), max_len)
     return run
 
 
 def _reference_decoded(model_name, sources, max_len, dtype="float64"):
     np_model, _, src, max_len = _decode_inputs(model_name, sources, max_len)
-    return decoding.greedy_decode(np_model, src, BOS, EOS, max_len, use_cache=False)
+    return decoding.greedy_decode(np_model, src, *_ids(model_name), max_len, use_cache=False)
 
 
 def _plain(f):
@@ -1311,8 +1333,8 @@ def _decoded_model(k, model_name, sources, max_len, dtype="float64"):
         np_model, _, src, max_len = _decode_inputs(model_name, sources, max_len)
     else:  # no torch twin needed: the NumPy model and the source batch alone
         np_model = decode_models()[model_name]
-        src = source_batch(*sources, np_model.config.vocab_size)
-    return greedy_model(k, np_model, src, BOS, EOS, max_len)
+        src = _source(model_name, np_model, sources)
+    return greedy_model(k, np_model, src, *_ids(model_name), max_len)
 
 
 def _decoded_ids(attempt, value):
@@ -1322,7 +1344,8 @@ def _decoded_ids(attempt, value):
 def _decoded_special(attempt):
     model_name, sources, max_len = attempt.case.args[:3]
     pad = _dates_model().config.pad_id if model_name == "dates" else decode_models()[model_name].config.pad_id
-    return {"bos": BOS, "eos": EOS, "pad": pad, "max_len": max_len}
+    bos, eos = _ids(model_name)
+    return {"bos": bos, "eos": eos, "pad": pad, "max_len": max_len}
 
 
 def _decode_cached_probes():
@@ -1339,7 +1362,8 @@ def _error_cause(c, case, error):
 
 
 GREEDY_DECODE_CACHED = Exercise("10.6", "greedy_decode_cached", points=4,
-                                reference=Later(lambda: references().greedy_decode_cached))
+                                reference=Later(lambda: references().greedy_decode_cached),
+                                reads=("model_name", "max_len"))
 
 
 @GREEDY_DECODE_CACHED.checked_by
@@ -1357,7 +1381,8 @@ def check_greedy_decode_cached(greedy_decode_cached=None, *, points=None, hidden
     student = _decoded(fn) if fn is not None else None
     c.check_cases("a batch: the same tokens as greedy decoding without a cache (float64)", student,
                   _reference_decoded, cases["batch"], **common)
-    c.check_cases("<bos> and <pad> are never chosen", student, _reference_decoded, cases["specials"], **common)
+    c.check_cases("<bos> and <pad> are never chosen, whatever their ids", student, _reference_decoded,
+                  cases["specials"], **common)
     c.check_cases("a float32 model", student, _reference_decoded, cases["float32"], **common)
     if hidden:
         c.check_cases("a trained model", student, _reference_decoded, cases["dates"], **common)
