@@ -26,11 +26,17 @@ def render(record):
     if record.message:
         html.append(f"<p>✗ {escape(record.message)}</p>")
     if record.parts:
-        html.append("<table><tr><th></th><th>part</th><th>cases (✓ passed, ✗ failed, · not run)</th></tr>")
+        html.append("<table><tr><th></th><th>points</th><th>part</th><th>cases (✓ passed, ✗ failed, · not run)</th></tr>")
         for part in record.parts:
             cases = "; ".join(f"{MARKS[c.outcome]} {escape(c.label)}" + (" (hidden)" if c.hidden else "")
                               for c in part.cases)
-            html.append(f"<tr><td>{'✓' if part.passed else '✗'}</td><td>{escape(part.label)}</td><td>{cases}</td></tr>")
+            earned = part.passed if part.earned is None else part.earned
+            worth = "" if part.worth is None else f"{_points(round(part.worth if earned else 0.0, 2))} / {_points(round(part.worth, 2))}"
+            mark = "✓" if earned else ("–" if part.passed else "✗")
+            html.append(f"<tr><td>{mark}</td><td>{worth}</td><td>{escape(part.label)}</td><td>{cases}</td></tr>")
+        html.append("<tr><td colspan='4'>Each part is worth its share of the exercise's points and is earned when "
+                    "all its cases pass; a part marked – passes, but counts only once the answer is right on the "
+                    "ordinary inputs.</td></tr>" if any(p.passed and p.earned is False for p in record.parts) else "")
         html.append("</table>")
     for m in record.misconceptions:
         html.append(f"<p>Likely cause: {escape(m.diagnosis)}</p>")

@@ -34,6 +34,8 @@ class Part:
     passed: bool
     cases: tuple  # of Case
     message: str  # the readable problem, "" when it passed
+    worth: float = None  # the points the part is worth (None in records made before parts carried it)
+    earned: bool = None  # whether it earned them (a robust part whose cases pass may not)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,9 @@ def parse(data):
                  tuple(Case(_text(c.get("label")), bool(c.get("hidden")),
                             c.get("outcome") if c.get("outcome") in OUTCOMES else "not run")
                        for c in p.get("cases") or ()),
-                 _text(p.get("message")))
+                 _text(p.get("message")),
+                 float(p["worth"]) if isinstance(p.get("worth"), (int, float)) else None,
+                 bool(p["earned"]) if isinstance(p.get("earned"), bool) else None)
             for p in data.get("parts") or ())
         found = tuple(Misconception(m["key"], _text(m.get("exercise")), _text(m.get("diagnosis")))
                       for m in data.get("misconceptions") or () if isinstance(m.get("key"), str))

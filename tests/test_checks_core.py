@@ -223,8 +223,9 @@ def test_the_record_holds_the_exercise_the_points_every_case_and_the_misconcepti
                            "parts", "misconceptions", "notes"}
     assert (record["schema"], record["exercise"], record["title"], record["points"], record["hidden"],
             record["status"], record["message"]) == (1, "1.1", "softmax", 3, True, "checked", None)
-    assert record["score"] == score == 2.25
+    assert record["score"] == score == 1.5  # the stable-softmax part is half the points (its declared weight)
     rows, large = record["parts"][:2]
+    assert (rows["worth"], large["worth"], large["earned"], large["robust"]) == (0.5, 1.5, False, True)
     assert rows["passed"] and rows["message"] is None and {c["outcome"] for c in rows["cases"]} == {"passed"}
     assert [(c["hidden"], c["outcome"]) for c in large["cases"]] == [(False, "failed"), (True, "not run")]
     assert not large["passed"] and large["message"] in text
@@ -356,12 +357,12 @@ def test_in_a_kernel_the_record_is_displayed_beside_the_report_and_the_cell_valu
     displays = [o for o in outputs if o.output_type == "display_data"]
     results = [o for o in outputs if o.output_type == "execute_result"]
     assert all(o.name == "stdout" for o in streams), "nothing may reach stderr"
-    assert "".join(o.text for o in streams).startswith("Exercise 1.1 · softmax: 2.25 / 3 points")
+    assert "".join(o.text for o in streams).startswith("Exercise 1.1 · softmax: 1.5 / 3 points")
     assert len(displays) == 1 and set(displays[0].data) == {MIME, "text/plain"}
-    assert displays[0].data["text/plain"] == "Exercise 1.1 · 2.25 / 3 points"
+    assert displays[0].data["text/plain"] == "Exercise 1.1 · 1.5 / 3 points"
     record = displays[0].data[MIME]
-    assert record["score"] == 2.25 and [m["key"] for m in record["misconceptions"]] == ["no_max_shift"]
-    assert outputs.index(displays[0]) < outputs.index(results[0]) and float(results[0].data["text/plain"]) == 2.25
+    assert record["score"] == 1.5 and [m["key"] for m in record["misconceptions"]] == ["no_max_shift"]
+    assert outputs.index(displays[0]) < outputs.index(results[0]) and float(results[0].data["text/plain"]) == 1.5
     collected_outputs = nb.cells[1].outputs
     assert not [o for o in collected_outputs if o.output_type == "display_data"]
     assert [o.data["text/plain"] for o in collected_outputs if o.output_type == "execute_result"] == ["1"]

@@ -2,7 +2,7 @@
 `python -m autograder release --lesson 5`, and a self-learner's notebooks are graded by
 `python -m autograder self --lesson 1,5` (what `make grade LESSON=1,5` runs).
 
-Lesson 1: softmax wrong for large logits (partial credit, 2.25 of 3), scaled_dot_product_attention
+Lesson 1: softmax wrong for large logits (partial credit, 1.5 of 3), scaled_dot_product_attention
 renamed (missing from the notebook). Lesson 5: the release, untouched (block_order still `[...]`).
 """
 
@@ -64,12 +64,12 @@ def test_the_release_shows_the_variable_of_the_ordering(graded):
 
 def test_partial_credit_counts_in_the_gradebook_and_grades_csv(graded):
     row = graded["rows"][FIRST]
-    assert float(row["01:test_softmax"]) == pytest.approx(2.25), row
+    assert float(row["01:test_softmax"]) == pytest.approx(1.5), row
     assert float(row["01:test_scaled_dot_product_attention"]) == 0
     graded_nb = nbformat.read(str(graded["out"] / "autograded" / "me" / FIRST / f"{FIRST}.ipynb"), as_version=4)
     result = next(o for o in cell(graded_nb, "test_softmax").outputs if o.output_type == "execute_result")
-    assert result.data["text/plain"] == "2.25" and "2.25 / 3 points" in result.data["text/html"]
-    assert "2.25 / 3 points" in html.unescape(feedback(graded, FIRST))
+    assert result.data["text/plain"] == "1.5" and "1.5 / 3 points" in result.data["text/html"]
+    assert "1.5 / 3 points" in html.unescape(feedback(graded, FIRST))
 
 
 def test_the_grader_says_the_answer_is_missing_from_the_notebook_not_run_the_cell(graded):
@@ -92,7 +92,7 @@ def test_the_table_counts_cases_and_names_the_real_feedback_pages(graded):
     assert f"Lesson {FIRST}: " in shown and f"Lesson {FIFTH}: " in shown and "Lesson 02" not in shown
     assert "hidden grading cases included" in shown and "cases failed" in shown
     softmax = next(line for line in shown.splitlines() if "1.1 softmax" in line)
-    assert "2.25 / 3" in softmax and " visible" in softmax and " hidden" in softmax, softmax
+    assert "1.5 / 3" in softmax and " visible" in softmax and " hidden" in softmax, softmax
     assert "<lesson>" not in shown
     for lesson in (FIRST, FIFTH):
         assert f"self/feedback/me/{lesson}/{lesson}.html" in shown

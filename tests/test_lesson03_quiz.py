@@ -56,7 +56,8 @@ def test_each_wrong_item_costs_its_share_and_is_explained(n):
     answer = {**QUIZ.answer, n: wrong}
     score, text = run(answer)
     assert score == pytest.approx(int(3 * (N - 1) / N * 100) / 100), text
-    assert f"✗ {n}. {item.text}: you said {wrong}, but it is {item.tag}: {item.why}" in text
+    share = f"[0 / {round(3 / N, 2):g}]"  # what the item was worth, shown before it
+    assert f"✗ {share} {n}. {item.text}: you said {wrong}, but it is {item.tag}: {item.why}" in text
     assert L.MEANING[item.tag] in text
 
 

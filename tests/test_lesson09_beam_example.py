@@ -56,4 +56,4 @@ def test_exercise_9_3_checks_the_worked_example_first():
     with contextlib.redirect_stdout(out):
         check_beam_search(no_norm.impl)
     first = out.getvalue().splitlines()[1]
-    assert first.startswith("  ✗ the worked example of section 9.4"), first
+    assert first.startswith("  ✗ [0 / 0.75] the worked example of section 9.4"), first

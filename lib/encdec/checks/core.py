@@ -38,7 +38,7 @@ from . import recording
 from .display import Score
 from .record import SCHEMA, publish
 
-PASS, FAIL = "✓", "✗"
+PASS, FAIL, HELD = "✓", "✗", "–"  # HELD: a robust part whose cases pass, not earned (Checker.earned)
 
 # Tolerances: float64 answers must agree to rounding; float32 answers to float32 precision.
 RTOL, ATOL = 1e-6, 1e-9
@@ -280,13 +280,15 @@ class Attempt:
 
 @dataclass
 class Part:
-    """One graded part of a check: its cases' outcomes ("passed", "failed", "not run") in order."""
+    """One graded part of a check (a case group): its cases' outcomes ("passed", "failed", "not run")
+    in order. A `robust` part (large or tiny inputs, float32) counts only when every other part passed."""
 
     label: str
     weight: float
     passed: bool
     message: str = ""
     cases: list = field(default_factory=list)  # [(label, hidden, outcome)]
+    robust: bool = False
 
 
 class Checker:
@@ -312,6 +314,7 @@ class Checker:
         self.status = "checked"
         self.diagnoses = []  # the diagnoses shown so far (each explained once)
         self.misconceptions = []  # the catalog mistakes named, each once
+        self.weights = dict(getattr(exercise, "weights", None) or {})  # {part label: weight}, declared
 
     # finding the answer
     def find(self, obj, name, kind="function"):
@@ -338,9 +341,11 @@ class Checker:
             self.notes.append(text)
 
     # recording parts
-    def part(self, label, ok, message="", weight=1.0, cases=(), failed=None):
+    def part(self, label, ok, message="", weight=1.0, cases=(), failed=None, robust=False):
         """Record one part. `cases` are the cases the part ran through, in order; `failed` is the one
-        it stopped at (the cases after it were not run). Returns ok."""
+        it stopped at (the cases after it were not run); its weight is the exercise's declared weight
+        for `label`, else `weight`. Returns ok."""
+        weight = self.weights.get(label, weight)
         outcomes, after_failure = [], False
         for case in cases:
             if after_failure or (failed is None and not ok):
@@ -350,7 +355,7 @@ class Checker:
             else:
                 outcome = "passed"
             outcomes.append((case.label, bool(case.hidden), outcome))
-        self.parts.append(Part(label, weight, bool(ok), message, outcomes))
+        self.parts.append(Part(label, weight, bool(ok), message, outcomes, robust))
         return ok
 
     def _explain_error(self, outcome):
@@ -377,8 +382,9 @@ class Checker:
         return [case for case in cases if self.hidden or not case.hidden]
 
     def check_cases(self, label, student, reference, cases, catalog=(), forbidden=(), weight=1.0,
-                    names=None, postprocess=None, probes=None):
+                    names=None, postprocess=None, probes=None, robust=False):
         """One part: every case must match the reference; on the first mismatch diagnose it.
+        `robust`: the part tests large, tiny or float32 inputs, and counts only when the others pass.
 
         `reference(*args, **kwargs)` computes the expected value; `catalog` is a list of Mistake;
         `probes` (encdec.checks.probes.Probes) look for the kind of slip when no catalog entry matches.
@@ -401,23 +407,23 @@ class Checker:
             if outcome.error is not None:
                 if outcome.delegated or isinstance(outcome.error, NotImplementedError):
                     self._explain_error(outcome)
-                    return self.part(label, False, self.stopped, weight, cases, case)
+                    return self.part(label, False, self.stopped, weight, cases, case, robust)
                 attempt.error = outcome.error
                 mistake = diagnose_error(outcome.error, catalog, case) or _probes.find_slip(probes, attempt)
                 msg = self._explain_error(outcome)
-                return self.part(label, False, _join(case, msg, self.likely_cause(mistake)), weight, cases, case)
+                return self.part(label, False, _join(case, msg, self.likely_cause(mistake)), weight, cases, case, robust)
             got = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
             attempt.got = got
             problem = compare(got, expected, case.float32, names)
             if problem:
                 mistake = (diagnose(got, catalog, case, case.float32, postprocess)
                            or _probes.find_slip(probes, attempt))
-                return self.part(label, False, _join(case, problem, self.likely_cause(mistake)), weight, cases, case)
+                return self.part(label, False, _join(case, problem, self.likely_cause(mistake)), weight, cases, case, robust)
             if not _inputs_untouched(args, case.args):
                 self.note("your function changed one of its input arrays in place; "
                           "callers do not expect that (use x = x - ... rather than x -= ...).")
             self._audit(probes, attempt, reference)
-        return self.part(label, True, "", weight, cases)
+        return self.part(label, True, "", weight, cases, robust=robust)
 
     def _audit(self, probes, attempt, reference):
         """Tests only (inside probes.audit()): run the probes on a passing case, on the answer's output
@@ -467,12 +473,25 @@ class Checker:
         return self.part(label, bool(outcome.value), "" if outcome.value else message, weight)
 
     # the result
+    # the partial-credit rule, the one place it is written (AUTHORING.md, "How points are given"):
+    # each part (case group) is worth the exercise's points times its weight over the sum of the weights
+    # (weights are 1 unless the exercise's declaration says otherwise); a part is earned when every one of
+    # its cases passes; a robust part (large, tiny or float32 inputs) is earned only when every part that
+    # is not robust is earned too, so that handling extreme inputs is never worth points on its own.
+    def worth(self, part):
+        """The points `part` is worth."""
+        total = sum(p.weight for p in self.parts)
+        return self.points * part.weight / total if total else 0.0
+
+    def earned(self, part):
+        """Whether `part` earns its worth."""
+        return part.passed and (not part.robust or all(p.passed for p in self.parts if not p.robust))
+
     def score(self):
         if self.stopped or not self.parts:
             return 0.0
-        total = sum(p.weight for p in self.parts)
-        earned = sum(p.weight for p in self.parts if p.passed)
-        return math.floor(self.points * earned / total * 100 + 1e-9) / 100
+        earned = sum(self.worth(p) for p in self.parts if self.earned(p))
+        return math.floor(earned * 100 + 1e-9) / 100
 
     def summary(self):
         """'Exercise 1.2 · scaled_dot_product_attention: 2.25 / 4 points'."""
@@ -486,12 +505,25 @@ class Checker:
             lines.append(f"  {FAIL} {self.stopped}")
         for p in self.parts:
             if not (self.stopped and not p.passed and p.message == self.stopped):
-                lines.append(f"  {PASS if p.passed else FAIL} {p.label}" + (f": {p.message}" if p.message else ""))
+                lines.append(self._part_line(p))
         for note in self.notes:
             lines.append(f"  note: {note}")
         if score == self.points:
             lines.append("  All checks pass.")
         return "\n".join(lines)
+
+    def _part_line(self, p):
+        """'  ✓ [0.75 / 0.75] label' or '  ✗ [0 / 0.75] label: message'."""
+        if self.stopped:
+            worth = ""
+        else:
+            got = self.worth(p) if self.earned(p) else 0.0
+            worth = f"[{_fmt_points(round(got, 2))} / {_fmt_points(round(self.worth(p), 2))}] "
+        message, mark = p.message, PASS if p.passed else FAIL
+        if p.passed and not self.earned(p):
+            message, mark = ("its cases pass, but it counts only once the answer is right on the ordinary inputs "
+                             "(the parts above)"), HELD
+        return f"  {mark} {worth}{p.label}" + (f": {message}" if message else "")
 
     def record(self):
         """The check as data, for the grader (the contract: encdec.checks.record)."""
@@ -499,7 +531,8 @@ class Checker:
             "schema": SCHEMA, "exercise": self.exercise, "title": self.title, "points": self.points,
             "score": self.score(), "hidden": bool(self.hidden), "status": self.status,
             "message": self.stopped or None,
-            "parts": [{"label": p.label, "weight": p.weight, "passed": p.passed,
+            "parts": [{"label": p.label, "weight": p.weight, "passed": p.passed, "robust": p.robust,
+                       "worth": round(self.worth(p), 4), "earned": bool(self.earned(p)) and not self.stopped,
                        "cases": [{"label": label, "hidden": hidden, "outcome": outcome}
                                  for label, hidden, outcome in p.cases],
                        "message": p.message or None} for p in self.parts],

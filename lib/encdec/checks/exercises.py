@@ -95,9 +95,11 @@ class Exercise(Graded):
     answer the checker accepts.
     """
 
-    def __init__(self, number, name, points, reference=None, *, method=None, cell=None, sizes=None, reads=()):
+    def __init__(self, number, name, points, reference=None, *, method=None, cell=None, sizes=None, reads=(),
+                 weights=None):
         super().__init__(number, name if method is None else f"{name}.{method}", name, points, cell)
         self._reference, self.method = reference, method
+        self.weights = dict(weights or {})  # {part label: weight} where a part is not worth 1 (core.Checker.worth)
         # the sizes its cases give (encdec.checks.sizes), and the arguments or configuration values the
         # answer must read rather than assume: both vary across the visible cases
         self.sizes, self.reads = sizes or {}, tuple(reads)

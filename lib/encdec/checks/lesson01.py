@@ -102,7 +102,8 @@ def softmax_cases():
     }
 
 
-SOFTMAX = Exercise("1.1", "softmax", points=3, reference=attention.softmax)
+SOFTMAX = Exercise("1.1", "softmax", points=3, reference=attention.softmax,
+                   weights={"large logits stay finite": 3})  # a stable softmax is half of what the exercise asks
 
 
 @SOFTMAX.checked_by
@@ -113,7 +114,7 @@ def check_softmax(softmax=None, *, points=None, hidden=False):
     cases, catalog = softmax_cases(), CATALOG["softmax"]
     common = dict(catalog=catalog, forbidden=[attention.softmax], probes=SOFTMAX_PROBES)
     c.check_cases("each row becomes a distribution", fn, attention.softmax, cases["rows"], **common)
-    c.check_cases("large logits stay finite", fn, attention.softmax, cases["large"], **common)
+    c.check_cases("large logits stay finite", fn, attention.softmax, cases["large"], robust=True, **common)
     c.check_cases("the axis argument is respected", fn, attention.softmax, cases["axis"], **common)
     c.check_cases("batched and float32 inputs", fn, attention.softmax, cases["batched"], **common)
     return c.result()
@@ -167,7 +168,7 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention=None, *, poi
     c.check_cases("unbatched, rectangular (m != n)", fn, ref, cases["basic"], **common)
     c.check_cases("leading batch dimensions", fn, ref, cases["batched"], **common)
     c.check_cases("masks (causal and padding)", fn, ref, cases["masked"], **common)
-    c.check_cases("float32 and large scores", fn, ref, cases["robust"], **common)
+    c.check_cases("float32 and large scores", fn, ref, cases["robust"], robust=True, **common)
     return c.result()
 
 

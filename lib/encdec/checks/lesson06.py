@@ -76,7 +76,7 @@ SHIFT_PROBES = Probes(_shift_model, Combos("shift", [
 
 
 SHIFT_RIGHT = Exercise("6.1", "shift_right", points=2, reference=model_mod.shift_right, sizes={"targets": "... m"},
-                       reads=("bos_id",))
+                       reads=("bos_id",), weights={"BOS first, last token dropped, any batch shape": 3})
 
 
 @SHIFT_RIGHT.checked_by
@@ -87,8 +87,7 @@ def check_shift_right(shift_right=None, *, points=None, hidden=False):
     cases = shift_right_cases()["values"]
     common = dict(catalog=CATALOG["shift_right"], forbidden=[model_mod.shift_right])
     ref = model_mod.shift_right
-    c.check_cases("BOS first, last token dropped, any batch shape", fn, ref, cases, weight=3, probes=SHIFT_PROBES,
-                  **common)
+    c.check_cases("BOS first, last token dropped, any batch shape", fn, ref, cases, probes=SHIFT_PROBES, **common)
     c.check_cases("the ids keep an integer dtype", fn, ref, cases, postprocess=_is_integer, **common)
     return c.result()
 
@@ -492,7 +491,8 @@ COUNT_PROBES = Probes(_count_model, Combos("count", _count_choices(),
 
 
 PARAMETER_COUNT = Exercise("6.5", "parameter_count", points=3, reference=model_mod.parameter_count,
-                           reads=("vocab_size", "d_model", "d_ff", "n_encoder_layers", "n_decoder_layers"))
+                           reads=("vocab_size", "d_model", "d_ff", "n_encoder_layers", "n_decoder_layers"),
+                           weights={"the formula": 2})
 
 
 @PARAMETER_COUNT.checked_by
@@ -502,8 +502,7 @@ def check_parameter_count(parameter_count=None, *, points=None, hidden=False):
     fn = c.find(parameter_count, "parameter_count")
     cases = parameter_count_cases()
     common = dict(catalog=CATALOG["parameter_count"], forbidden=_COUNTERS)
-    c.check_cases("the formula", fn, model_mod.parameter_count, cases["formula"], weight=2, probes=COUNT_PROBES,
-                  **common)
+    c.check_cases("the formula", fn, model_mod.parameter_count, cases["formula"], probes=COUNT_PROBES, **common)
     c.check_cases("agrees with the arrays of a real Seq2Seq", fn, _counted_by_the_model, cases["model"],
                   probes=COUNT_PROBES, **common)
     return c.result()

@@ -135,7 +135,9 @@ XENT_PROBES = xent_probes(XENT_CHOICES, XENT_RIGHT)
 
 
 SOFTMAX_CROSS_ENTROPY = Exercise("7.1", "softmax_cross_entropy", points=3, reference=loss.softmax_cross_entropy,
-                                 sizes={"logits": "... m V", "targets": "... m"}, reads=("pad_id",))
+                                 sizes={"logits": "... m V", "targets": "... m"}, reads=("pad_id",),
+                                 weights={"padded batches: pads ignored, mean over the real tokens": 2,
+                                          "a batch with no real token": 0.5})
 
 
 @SOFTMAX_CROSS_ENTROPY.checked_by
@@ -147,10 +149,9 @@ def check_softmax_cross_entropy(softmax_cross_entropy=None, *, points=None, hidd
     common = dict(catalog=CATALOG["softmax_cross_entropy"], names=("loss", "dlogits"),
                   forbidden=[loss.softmax_cross_entropy], probes=XENT_PROBES)
     c.check_cases("loss and gradient, no padding", fn, _xent, cases["plain"], **common)
-    c.check_cases("padded batches: pads ignored, mean over the real tokens", fn, _xent, cases["padded"], weight=2,
-                  **common)
-    c.check_cases("large logits and float32", fn, _xent, cases["robust"], **common)
-    c.check_cases("a batch with no real token", fn, _xent, cases["empty"], weight=0.5, **common)
+    c.check_cases("padded batches: pads ignored, mean over the real tokens", fn, _xent, cases["padded"], **common)
+    c.check_cases("large logits and float32", fn, _xent, cases["robust"], robust=True, **common)
+    c.check_cases("a batch with no real token", fn, _xent, cases["empty"], **common)
     return c.result()
 
 
@@ -238,7 +239,7 @@ NUMERICAL_GRADIENT_PROBES = Probes(_gradient_model, Scale(
 
 
 NUMERICAL_GRADIENT = Exercise("7.2", "numerical_gradient", points=2, reference=backward.numerical_gradient,
-                              reads=("h",))
+                              reads=("h",), weights={"central differences, entry by entry": 3})
 
 
 @NUMERICAL_GRADIENT.checked_by
@@ -251,7 +252,7 @@ def check_numerical_gradient(numerical_gradient=None, *, points=None, hidden=Fal
     catalog = CATALOG["numerical_gradient"]
     ref = backward.numerical_gradient
     c.check_cases("central differences, entry by entry", _gradient_of(fn) if fn else None, _gradient_of(ref),
-                  cases, catalog=wrapped(catalog, _gradient_of), forbidden=forbidden, weight=3,
+                  cases, catalog=wrapped(catalog, _gradient_of), forbidden=forbidden,
                   probes=NUMERICAL_GRADIENT_PROBES)
     c.check_cases("x is left as it was", _x_after(fn) if fn else None, _x_after(ref), cases,
                   catalog=wrapped(catalog, _x_after), forbidden=forbidden)

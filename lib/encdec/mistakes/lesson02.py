@@ -115,9 +115,9 @@ def gelu(x):  # noqa: F811
 
 
 @mistake("gelu", "erf_gelu",
-         "this is the exact GELU, x * Phi(x) with the error function. It is a fine activation, but "
-         "the course (like GPT-2 and the reference) uses the tanh form, which differs from it by up to 5e-4: "
-         "0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).")
+         "this is the exact GELU, x * Phi(x) with the error function, not the tanh form the exercise asks "
+         "for (the form of GPT-2 and of the course's models). The two differ by up to 5e-4, far more than the "
+         "test's tolerance: write 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).")
 def gelu(x):  # noqa: F811
     return 0.5 * x * (1.0 + _erf(np.asarray(x, dtype=np.float64) / np.sqrt(2.0)))
 
@@ -193,10 +193,10 @@ def padding_mask(tokens, pad_id):  # noqa: F811
 
 
 @mistake("padding_mask", "large_negative",
-         "pads get a large negative number (like -1e9) instead of -inf. With ordinary scores it "
-         "hides them just as well, but it is not the course's convention: a row whose keys are all "
-         "hidden then gets the softmax of its raw scores instead of zeros. The course's masks are "
-         "exactly 0.0 and -np.inf.")
+         "pads get a large negative number (like -1e9) instead of -inf, which the exercise asks for. "
+         "The difference shows where every key is a pad: with -1e9 such a row gets the softmax of its raw "
+         "scores, weight on the pads, instead of zeros; and the course's masks, which later exercises add "
+         "to yours, are exactly 0.0 and -np.inf. Use -np.inf.")
 def padding_mask(tokens, pad_id):  # noqa: F811
     return np.where(np.asarray(tokens) == pad_id, -1e9, 0.0)[..., None, None, :]
 
