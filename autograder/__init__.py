@@ -8,7 +8,9 @@ One job per module:
     settings.py       the sandbox's mode (SANDBOX=on/auto/off) and limits (SANDBOX_MEMORY, …)
     integrity.py      the private snapshot of the course; restoring changed files; finding the culprit
     nbgrader_glue.py  nbgrader's configuration, API and calls (generate_assignment, autograde, feedback)
-    audit.py          the static audit of a submission, before it runs
+    audit.py          the static audit of a submission, before it runs: what it may not do
+    audit_values.py   the audit's reading of what a name or expression refers to (imports, aliases, getattr…)
+    audit_paths.py    the audit's path rules: where a notebook may write (its own folder, /tmp)
     records.py        reading the checkers' structured records out of graded notebooks
     reports.py        grades.csv, the `make grade` table, the cohort report
     feedback.py       the records in the HTML feedback (an nbconvert preprocessor)

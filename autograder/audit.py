@@ -1,178 +1,399 @@
-"""Static audit of a submission, done outside the kernel before it runs.
+"""Static audit of a submission, done outside the kernel before it runs: what it may not do.
 
-Student code runs in the same Python process as the tests, so a notebook could rewrite what
-the tests rely on (`np.allclose = lambda *a, **k: True`, a replaced checker, an edited
-reference function, a fake module in sys.modules) or write to files it should not touch.
-This audit reads the code cells that will be executed and reports such statements. A notebook
-with a finding scores zero for that lesson; the report says what was found and where.
+Student code runs in the same Python process as the tests. What it does to the machine is the
+sandbox's business (sandbox.py: the kernel sees the Python environment and the course library
+read-only, its own scratch folder as working directory, /tmp in memory, no network, no other
+process); without the sandbox, integrity.py finds and restores any change to the course's files.
+This audit protects the grading itself, and judges a statement by what it touches, never by the
+function it calls: `setattr`, `eval` or `open(…, "w")` on the student's own objects and files are
+ordinary Python. It follows names through imports and assignments (`import numpy.linalg as la`,
+`m = np`, `getattr(np, "linalg")`, `importlib.import_module("numpy")`, `globals()["np"]`,
+`vars(np)`, `np.__dict__`, a loop over a literal list, …) to what each one is.
 
-It flags:
-- assigning to, or deleting, an attribute or item of numpy, encdec, builtins, sys, importlib,
-  gc, math, torch, nbgrader or IPython (directly or through an alias, e.g. `np.isclose = ...`);
-- setattr/delattr on those modules; anything touching `sys.modules`, `sys.setprofile`,
-  `sys.settrace`, `builtins`, `__builtins__`, `gc.get_objects`/`get_referrers`, `ctypes`;
-- exec, eval, compile and __import__ (which would hide the above from this audit);
-- importlib.reload of course modules;
-- writing files (open(..., "w"/"a"/"x"/"+"), os.remove, shutil, sqlite3, Path.write_*),
-  and signal handlers (used to ignore the grader's interrupt).
+A finding zeroes the lesson (status `tampered: <cell, line, the code as written>`); the notebook
+never runs. Found are:
+- replacing or deleting an attribute or item of numpy, torch, encdec (the course library and its
+  checkers), builtins or the test machinery (sys, importlib, gc, math, IPython, nbgrader, and the
+  standard modules the checkers use), by assignment, `del`, setattr/delattr, `__setattr__`,
+  `vars(m)[…] =`, `m.__dict__.update(…)`; changes to sys.modules; hooks into IPython's running
+  of cells (input or AST transformers, events, custom exception handlers);
+- reaching into the interpreter: sys.settrace/setprofile and their threading forms (the
+  checkers use the profiler to catch delegation), sys.monitoring, sys.addaudithook,
+  gc.get_objects/get_referrers/get_referents, any use of ctypes, importlib.reload of a course
+  module;
+- escaping how the grader runs and times the kernel: os._exit, os.kill/killpg, os.fork/forkpty,
+  signal handlers and timers;
+- writing where only the course can be (audit_paths.py): a constant absolute path outside /tmp, a
+  relative path that climbs out with `..`, the home folder, a path built from an installed
+  module's `__file__`/`__path__`, `site.getsitepackages()`, `sys.prefix`, … — by open() for
+  writing, os.remove/rename/…, pathlib's write_text/unlink/…, shutil, sqlite3.connect,
+  np.save/savez/savetxt, torch.save, `%%writefile`.
+
+A caution changes no score: the instructor sees it (report.md, the gradebook), the student does
+not. It is a statement whose target is known only at run time — setattr or a store on something
+computed (`getattr(mod, name)`, a module imported by a computed name, `globals()[name]`), exec,
+eval or compile of a string built at run time, a write to a path worked out at run time — which
+the guard in the kernel (encdec.checks.guard) checks as it happens: if anything the checks rely
+on was replaced, every check scores 0 and names it. exec/eval/compile of a constant string are
+audited like a cell. Running another program (subprocess, os.system, `!cmd`, `%%bash`) is a
+caution too, not a zero: a correct answer may call `nvidia-smi` in a GPU lesson; the program
+runs in the kernel's sandbox (no network, read-only course, killed with the job), and without
+the sandbox integrity.py catches what it writes to the course. A bare import is never a finding.
 """
 
 import ast
 import re
-import threading
+from dataclasses import dataclass, field
 
-GUARDED = {"numpy", "encdec", "builtins", "sys", "importlib", "gc", "math", "torch", "nbgrader", "IPython"}
-FORBIDDEN_CALLS = {"exec", "eval", "compile", "__import__", "setattr", "delattr"}
-WRITE_CALLS = {("os", "remove"), ("os", "unlink"), ("os", "rename"), ("os", "replace"), ("os", "rmdir"),
-               ("os", "system"), ("os", "kill"), ("os", "_exit"), ("signal", "signal"),
-               ("subprocess", "run"), ("subprocess", "Popen"), ("subprocess", "call"),
-               ("sqlite3", "connect")}
-FORBIDDEN_MODULES = {"ctypes", "shutil", "sqlite3", "subprocess", "signal"}
+from . import audit_paths as paths
+from .audit_paths import Val
+from .audit_values import IMPORTERS, Resolver, Scope, _parse, const_str, guarded, unknown
+
+SENSITIVE = {"os", "signal", "sys", "gc", "importlib", "builtins", "subprocess", "shutil", "ctypes", "threading"}
+FLAGGED_CALLS = {
+    "process": {"os._exit", "os.kill", "os.killpg", "os.fork", "os.forkpty", "signal.signal", "signal.setitimer",
+                "signal.alarm", "signal.pthread_kill", "signal.pthread_sigmask", "signal.siginterrupt"},
+    "internals": {"sys.settrace", "sys.setprofile", "threading.settrace", "threading.setprofile",
+                  "threading.settrace_all_threads", "threading.setprofile_all_threads", "sys.addaudithook",
+                  "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._clear_type_cache"}}
+PROGRAMS = ("subprocess.", "os.system", "os.popen", "os.exec", "os.spawn", "os.posix_spawn", "pty.spawn",
+            "IPython.shell.system", "IPython.shell.getoutput")
+SETATTRS = {"builtins.setattr": False, "builtins.delattr": True}
+CODE = {"builtins.exec": "exec", "builtins.eval": "eval", "builtins.compile": "exec", "IPython.shell.run_cell": "exec",
+        "IPython.shell.ex": "exec", "IPython.shell.ev": "eval"}
+NAMESPACE_CHANGES = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+# IPython runs the cells and reads each test cell's score from its output: its shell object may run
+# magics and nothing else; the test machinery's modules are not called (IPython's display aside)
+SHELL_METHODS = {"run_line_magic", "run_cell_magic", "magic", "system", "getoutput", "run_cell", "ex", "ev", "user_ns"}
+MACHINERY = {"IPython", "ipykernel", "jupyter_client", "nbgrader", "traitlets", "zmq"}
+DISPLAY = ("IPython.display.", "IPython.core.display.", "IPython.lib.display.", "IPython.get_ipython",
+           "IPython.core.getipython.get_ipython", "IPython.shell.")
+FRAMES = {"sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.getouterframes", "inspect.getinnerframes",
+          "inspect.trace"}
+FRAME_ATTRIBUTES = {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+SHELL = "the IPython shell, which runs the cells and reads their scores"
+PYTHON_MAGICS, QUIET_MAGICS = {"capture", "time", "timeit", "prun"}, {"html", "javascript", "js", "latex", "markdown",
+                                                                      "svg", "HTML", "SVG", "md", "writefile", "file"}
+AS_VALUES = {"builtins.setattr", "builtins.delattr", "builtins.exec", "builtins.eval", "builtins.compile",
+             "builtins.__import__"}
 
 
-# The grader audits submissions from several threads at once, and CPython 3.11 counts ast.parse's
-# recursion depth in interpreter-wide state (gh-106905): two parses that overlap can fail with
-# "SystemError: AST constructor recursion depth mismatch". One parse at a time.
-_PARSING = threading.Lock()
+@dataclass(frozen=True)
+class Finding:
+    """One statement the audit found: where, the code as written, and what it touches. kind:
+    "replaces", "internals", "process" or "writes" for a finding, "caution" for a caution."""
+
+    cell: str  # "cell 7"
+    line: int
+    code: str  # the statement or call as written, on one line
+    kind: str
+    subject: str  # what it touches, as written (`np.isclose`, the path), or for a caution what it does
+    detail: str = ""  # what it resolved to (numpy.isclose, why a path is outside)
+    verb: str = ""  # replaces, deletes, changes (else VERBS[kind])
+
+    @property
+    def where(self):
+        return f"{self.cell}, line {self.line}"
+
+    def evidence(self):
+        if self.kind == "caution":
+            return f"{self.where}: `{self.code}`: {self.subject}"
+        return f"{self.where}: `{self.code}` {self.verb or VERBS[self.kind]} {self.detail or self.subject}"
 
 
-def _parse(source):
-    with _PARSING:
-        return ast.parse(_strip_magics(source))
+VERBS = {"replaces": "changes", "internals": "uses", "process": "calls", "writes": "writes to"}
 
 
-def _strip_magics(source):
-    """IPython magics and shell escapes are not Python: drop those lines before parsing."""
-    return "\n".join("" if re.match(r"\s*[%!]", line) else line for line in source.splitlines())
+@dataclass
+class Audit:
+    findings: list = field(default_factory=list)  # each zeroes the lesson
+    cautions: list = field(default_factory=list)  # for the instructor; checked at run time by the guard
 
 
-class _Auditor(ast.NodeVisitor):
-    def __init__(self, aliases):
-        self.aliases = aliases  # local name -> top-level package it refers to
-        self.findings = []
+def named(v):
+    """The dotted name of a guarded value (of its first guarded option)."""
+    return v.data if v.kind == "ref" else next(named(o) for o in v.data if guarded(o))
 
-    def flag(self, node, what):
-        self.findings.append((getattr(node, "lineno", 0), what))
 
-    def root(self, node):
-        while isinstance(node, (ast.Attribute, ast.Subscript)):
-            node = node.value
-        return node.id if isinstance(node, ast.Name) else None
+def shell(v):
+    return any(shell(o) for o in v.data) if v.kind == "union" else (
+        v.kind == "ref" and v.data.startswith("IPython.shell"))
 
-    def guarded(self, node):
-        name = self.root(node)
-        return name is not None and (self.aliases.get(name) in GUARDED or name in ("__builtins__",))
 
-    def visit_Import(self, node):
-        for a in node.names:
-            top = a.name.split(".")[0]
-            self.aliases[(a.asname or a.name).split(".")[0] if not a.asname else a.asname] = top
-            if top in FORBIDDEN_MODULES:
-                self.flag(node, f"imports {a.name}")
-        self.generic_visit(node)
+class _State:
+    def __init__(self):
+        self.scope, self.moved, self.audit, self.deferred = Scope(), False, Audit(), []
 
-    def visit_ImportFrom(self, node):
-        top = (node.module or "").split(".")[0]
-        for a in node.names:
-            self.aliases[a.asname or a.name] = top
-        if top in FORBIDDEN_MODULES:
-            self.flag(node, f"imports from {node.module}")
-        if top == "importlib" and any(a.name == "reload" for a in node.names):
-            self.flag(node, "imports importlib.reload")
-        self.generic_visit(node)
 
-    def _targets(self, node, targets):
-        """Flag `module.attr = ...` and `module.attr[...] = ...`; an index that merely reads a
-        module (`d[np.sqrt(2)] = ...`) is fine."""
-        for t in targets:
-            for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
-                e = e.value if isinstance(e, ast.Starred) else e
-                if isinstance(e, (ast.Tuple, ast.List)):
-                    self._targets(node, [e])
-                elif isinstance(e, (ast.Attribute, ast.Subscript)) and self.guarded(e):
-                    self.flag(node, f"modifies {ast.unparse(e)}")
+class _Auditor(Resolver):
+    def __init__(self, state, cell, source, tree, quiet=False, origin=None, depth=0, written=None):
+        self.state, self.scope, self.cell, self.source = state, state.scope, cell, source
+        self.written = (written or source).splitlines()  # the cell as the student wrote it (magics and all)
+        self.quiet, self.origin, self.depth = quiet, origin, depth  # origin: (line, code) of an exec'd string
+        self.direct = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)} | \
+            {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)}  # called, or bound to a name
 
-    def visit_Assign(self, node):
-        self._targets(node, node.targets)
-        self.generic_visit(node)
+    # -- reporting ------------------------------------------------------------------------------------
+    def text(self, node):
+        text = " ".join((ast.get_source_segment(self.source, node) or ast.unparse(node)).split())
+        return text if len(text) <= 90 else text[:87] + "…"
 
-    def visit_AugAssign(self, node):
-        self._targets(node, [node.target])
-        self.generic_visit(node)
+    def shown(self, node):
+        """(line, the code as written): a magic's own line (%%writefile ../x.py), not IPython's call for it."""
+        line, code = getattr(node, "lineno", 0), self.text(node)
+        if "get_ipython()" in code and 0 < line <= len(self.written):
+            code = self.written[line - 1].strip()
+        return line, code
 
-    def visit_AnnAssign(self, node):
-        self._targets(node, [node.target])
-        self.generic_visit(node)
+    def report(self, node, kind, subject, detail="", verb=""):
+        if self.quiet:
+            return
+        line, code = self.origin or self.shown(node)
+        into = self.state.audit.cautions if kind == "caution" else self.state.audit.findings
+        same = (lambda f: (f.cell, f.line, f.subject) == (self.cell, line, subject)) if kind == "caution" else \
+            (lambda f: (f.cell, f.line, f.kind) == (self.cell, line, kind))  # one finding of a kind per line
+        if not any(same(f) for f in into):
+            into.append(Finding(self.cell, line, code, kind, subject, detail, verb))
 
-    def visit_Delete(self, node):
-        self._targets(node, node.targets)
-        self.generic_visit(node)
+    # -- the rules --------------------------------------------------------------------------------------
+    def store(self, target, node, verb, value=None):
+        """`m.attr = …`, `m[k] = …`, `del m.attr` and the like on a guarded object."""
+        if isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+            for e in (target.elts if not isinstance(target, ast.Starred) else [target.value]):
+                self.store(e, node, verb, None)
+            return
+        if not isinstance(target, (ast.Attribute, ast.Subscript)):
+            return
+        base = self.ev(target.value)
+        if guarded(base):
+            if base.kind == "ref" and base.data.startswith("torch.backends") and isinstance(value, ast.Constant):
+                return  # a setting (torch.backends.cudnn.deterministic = True), not a replacement
+            key = target.attr if isinstance(target, ast.Attribute) else const_str(self.ev(target.slice))
+            where = named(base)
+            self.report(node, "replaces", self.text(target), f"{where}.{key}" if key else f"{where}[…]", verb)
+        elif unknown(base):
+            self.report(node, "caution", f"{verb} an attribute or item of an object chosen at run time")
 
-    def visit_Call(self, node):
-        f = node.func
-        name = f.id if isinstance(f, ast.Name) else None
-        if name in FORBIDDEN_CALLS:
-            self.flag(node, f"calls {name}()")
-        if isinstance(f, ast.Attribute):
-            base = self.root(f)
-            pair = (self.aliases.get(base, base), f.attr)
-            if pair in WRITE_CALLS:
-                self.flag(node, f"calls {ast.unparse(f)}()")
-            if f.attr in ("reload",) and self.aliases.get(base) == "importlib":
-                self.flag(node, "calls importlib.reload()")
-            if f.attr in ("get_objects", "get_referrers") and self.aliases.get(base) == "gc":
-                self.flag(node, f"calls gc.{f.attr}()")
-            if f.attr in ("setprofile", "settrace") and self.aliases.get(base) == "sys":
-                self.flag(node, f"calls sys.{f.attr}()")
-            if f.attr in ("write_text", "write_bytes", "unlink", "rmdir", "rename", "touch", "mkdir"):
-                self.flag(node, f"writes files ({ast.unparse(f)}())")
-        if name == "open" or (isinstance(f, ast.Attribute) and f.attr == "open"):
-            mode = None
-            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
-                mode = node.args[1].value
-            for kw in node.keywords:
-                if kw.arg == "mode" and isinstance(kw.value, ast.Constant):
-                    mode = kw.value.value
-            if isinstance(mode, str) and re.search(r"[wax+]", mode):
-                self.flag(node, f"opens a file for writing ({ast.unparse(node)[:60]})")
-        self.generic_visit(node)
-
-    def visit_Attribute(self, node):
-        if node.attr == "modules" and self.aliases.get(self.root(node)) == "sys":
-            self.flag(node, "touches sys.modules")
-        self.generic_visit(node)
+    def target(self, node, target, name=None, deleting=False):
+        """setattr(target, name, …) and its kind."""
+        t = self.ev(target)
+        attr = const_str(self.ev(name)) if name is not None else None
+        if guarded(t):
+            where = named(t)
+            self.report(node, "replaces", f"{self.text(target)}.{attr or '…'}", f"{where}.{attr or '…'}",
+                        "deletes" if deleting else "replaces")
+        elif unknown(t):
+            verb = "delattr" if deleting else "setattr"
+            self.report(node, "caution", f"{verb} on an object chosen at run time")
 
     def visit_Name(self, node):
-        if node.id == "__builtins__":
-            self.flag(node, "touches __builtins__")
+        if not isinstance(node.ctx, ast.Load):
+            return
+        v = self.lookup(node.id)
+        if v.kind == "ref" and v.data.split(".")[0] in ("ctypes", "_ctypes"):
+            self.report(node, "internals", "ctypes", v.data)
+        if v.kind == "ref" and v.data in AS_VALUES and id(node) not in self.direct:
+            self.report(node, "caution", f"passes {node.id} on as a value: what it is applied to is known only at run time")
+
+    def visit_Call(self, node):
         self.generic_visit(node)
+        func, args = node.func, node.args
+        method = func.attr if isinstance(func, ast.Attribute) else None
+        receiver = self.ev(func.value) if method else None
+        f = self.attr(receiver, method) if method else self.ev(func)
+        name = f.data if f.kind == "ref" else ""
+        if name in SETATTRS and args:
+            self.target(node, args[0], args[1] if len(args) > 1 else None, SETATTRS[name])
+        if method in ("__setattr__", "__delattr__"):
+            unbound = len(args) == (3 if method == "__setattr__" else 2)
+            self.target(node, args[0] if unbound else func.value, args[1 if unbound else 0] if args else None,
+                        method == "__delattr__")
+        if method in NAMESPACE_CHANGES and guarded(receiver) and not str(receiver.data).startswith(("sys.path", "sys.argv")):
+            self.report(node, "replaces", self.text(func.value), str(receiver.data))
+        if name.split(".")[0] in MACHINERY and not name.startswith(DISPLAY) or name in FRAMES:
+            self.report(node, "internals", self.text(func), name)
+        for value in args + [k.value for k in node.keywords]:
+            self.leak(value)
+        for kind, names in FLAGGED_CALLS.items():
+            if name in names or kind == "internals" and name.startswith("sys.monitoring."):
+                self.report(node, kind, self.text(func), name)
+        if name in CODE:
+            self.code(node, name)
+        elif name in IMPORTERS and args and const_str(self.ev(args[0])) is None:
+            self.report(node, "caution", "imports a module whose name is known only at run time")
+        elif name in ("importlib.reload", "imp.reload") and args:
+            module = self.ev(args[0])
+            if guarded(module):
+                self.report(node, "internals", self.text(args[0]), module.data, "reloads")
+            elif unknown(module):
+                self.report(node, "caution", "reloads a module chosen at run time")
+        elif name.startswith(PROGRAMS):
+            self.report(node, "caution", "runs another program (contained by the sandbox)")
+        elif name == "builtins.getattr" and len(args) > 1 and const_str(self.ev(args[1])) is None:
+            module = str(self.ev(args[0]).data).split(".")[0]
+            if module in SENSITIVE:
+                self.report(node, "caution", f"reaches a function of {module} named only at run time")
+        elif name.endswith(".?") and name.split(".")[0] in SENSITIVE:
+            self.report(node, "caution", f"reaches a function of {name.split('.')[0]} named only at run time")
+        elif name == "os.chdir" and args:
+            self.chdir(node, self.ev(args[0]))
+        elif name in ("IPython.shell.run_line_magic", "IPython.shell.run_cell_magic"):
+            self.magic(node, name)
+        self.writes(node, func, receiver, name)
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if shell(self.ev(node.value)) and node.attr not in SHELL_METHODS:
+            self.report(node, "internals", self.text(node), SHELL)
+        if node.attr in FRAME_ATTRIBUTES:
+            self.report(node, "internals", self.text(node), "a frame of the running code")
+
+    def leak(self, node):
+        """The shell passed on, returned or put in a container: what receives it is not known here."""
+        if node is not None and shell(self.ev(node)):
+            self.report(node, "internals", self.text(node), SHELL)
+
+    def visit_Return(self, node):
+        self.generic_visit(node)
+        self.leak(node.value)
+
+    visit_Yield = visit_YieldFrom = visit_Return
+
+    def _elements(self, node):
+        self.generic_visit(node)
+        for e in getattr(node, "elts", []) + getattr(node, "values", []):
+            self.leak(e)
+
+    visit_List = visit_Tuple = visit_Set = visit_Dict = _elements
+
+    def visit_FunctionDef(self, node):
+        if self.scope is self.state.scope and not self.quiet and not self.origin:
+            self.state.deferred.append((self, node))  # read again with the notebook's last bindings
+        super().visit_FunctionDef(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def code(self, node, name):
+        """exec, eval, compile: a constant string is audited like a cell, anything else is a caution."""
+        a, kw = node.args, {k.arg: k.value for k in node.keywords if k.arg}
+        source = a[0] if a else kw.get("source")
+        if source is None or self.ev(source).kind == "code":
+            return  # exec(compile(…)): compile's own audit
+        text, mode = const_str(self.ev(source)), CODE[name]
+        if name == "builtins.compile":
+            mode = const_str(self.ev(a[2])) if len(a) > 2 else const_str(self.ev(kw.get("mode", ast.Constant("exec"))))
+        if text is None:
+            self.report(node, "caution", "runs code built only at run time, which the audit cannot read")
+            return
+        namespace = (a[1] if len(a) > 1 else kw.get("globals")) if name != "builtins.compile" else None
+        scope = self.scope
+        if isinstance(namespace, ast.Dict):  # its names are what the dict binds
+            scope = Scope({k.value: self.ev(v) for k, v in zip(namespace.keys, namespace.values)
+                           if isinstance(k, ast.Constant)}, opaque=True)
+        elif namespace is not None and not (isinstance(namespace, ast.Constant) and namespace.value is None):
+            scope = Scope(opaque=True)
+        self.nested(text, mode or "exec", node, scope)
+
+    def nested(self, text, mode, node, scope=None, ipython=False):
+        if self.depth > 5:
+            return
+        try:
+            tree, source = _parse(text, mode, ipython)
+        except (SyntaxError, ValueError):
+            return  # it fails when it runs
+        outer, self.state.scope = self.state.scope, scope if scope is not None else self.scope
+        origin = self.origin or self.shown(node)
+        _Auditor(self.state, self.cell, source, tree, self.quiet, origin, self.depth + 1).visit(tree)
+        self.state.scope = outer
+
+    def chdir(self, node, where):
+        if paths.place(where, self.state.moved)[0] != "scratch":
+            self.state.moved = True  # relative paths from now on are not known to be the notebook's folder
+            self.report(node, "caution", "changes the working directory away from the notebook's folder")
+
+    def magic(self, node, name):
+        """%cd, %%writefile, %%time … as IPython runs them (get_ipython().run_line_magic(…))."""
+        args = [const_str(self.ev(a)) for a in node.args]
+        if not args or args[0] is None:
+            return
+        magic, line = args[0], (args[1] if len(args) > 1 else None) or ""
+        if magic == "cd":
+            self.chdir(node, Val("const", line.strip() or "~"))
+        elif magic == "config" and re.search(r"Shell|Kernel|Formatter|Display|ast_node|Application|Session|Hook", line):
+            self.report(node, "internals", f"%config {line}", SHELL)
+        elif magic in ("writefile", "file"):
+            path = " ".join(w for w in line.split() if w not in ("-a", "--append"))
+            self.write(node, Val("const", path), True, path)
+        elif magic in PYTHON_MAGICS:
+            body = args[2] if len(args) > 2 else line
+            if body:
+                self.nested(body, "exec", node, ipython=True)
+        elif magic in ("run", "sx", "system", "sc", "save", "logstart", "store", "load") or \
+                name.endswith("cell_magic") and magic not in QUIET_MAGICS:
+            self.report(node, "caution", f"the magic %{magic}: what it runs is not read by the audit")
+
+    def writes(self, node, func, receiver, name):
+        """open() for writing, os.remove, shutil, np.save, torch.save, pathlib's write_text…"""
+        a, kw = node.args, {k.arg: k.value for k in node.keywords if k.arg}
+        found = []
+        if name in paths.MODE_ARGS and (a or "file" in kw):
+            i = paths.MODE_ARGS[name]
+            mode = a[i] if len(a) > i else kw.get("mode")
+            found.append((a[0] if a else kw["file"], paths.write_mode(self.ev(mode) if mode is not None else None)))
+        elif name == "os.open" and a:
+            flags = {n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", "") for n in ast.walk(node)}
+            found.append((a[0], True if flags & paths.WRITE_FLAGS else (False if "O_RDONLY" in flags else None)))
+        elif name in paths.WRITE_ARGS:
+            found += [(a[i], True) for i in paths.WRITE_ARGS[name] if i < len(a)]
+            found += [(v, True) for k, v in kw.items() if k in ("dst", "file", "f", "fname", "path", "database",
+                                                              "base_name", "extract_dir")]
+        elif receiver is not None:
+            if func.attr in paths.PATH_WRITES and (receiver.is_path or func.attr in paths.ANY_WRITES):
+                found.append((func.value, True))
+                if func.attr in ("rename", "replace") and a:
+                    found.append((a[0], True))
+            elif func.attr == "open" and receiver.is_path:
+                mode = a[0] if a else kw.get("mode")
+                found.append((func.value, paths.write_mode(self.ev(mode) if mode is not None else None)))
+            elif func.attr == "tofile" and a:
+                found.append((a[0], True))
+        for path, writing in found:
+            if writing is not False:
+                self.write(node, self.ev(path), writing, self.text(path))
+
+    def write(self, node, value, certain, shown):
+        if value.kind == "stream":
+            return
+        kind, why = paths.place(value, self.state.moved)
+        if kind == "outside" and certain:
+            self.report(node, "writes", shown, why)
+        elif kind != "scratch":
+            self.report(node, "caution", f"{'writes' if certain else 'may write'} to {why}")
 
 
 def audit_cells(cells):
-    """cells: list of (label, source). Returns a list of 'label, line N: what' findings."""
-    aliases = {}
-    findings = []
-    for label, source in cells:
+    """cells: (label, source) or (label, source, trusted) in the order they run; a trusted cell (the
+    course's own) only binds names. Returns an Audit: its findings zero the lesson, its cautions are
+    for the instructor."""
+    state = _State()
+    for label, source, *trusted in cells:
         try:
-            tree = _parse(source)
-        except SyntaxError:
+            tree, text = _parse(source)
+        except (SyntaxError, ValueError):
             continue  # it will fail when run; that costs its own points
-        auditor = _Auditor(aliases)
-        auditor.visit(tree)
-        aliases = auditor.aliases  # imports carry over to later cells, as in the kernel
-        findings += [f"{label}, line {line}: {what}" for line, what in auditor.findings]
-    return findings
+        _Auditor(state, label, text, tree, quiet=bool(trusted and trusted[0]), written=source).visit(tree)
+    for auditor, node in state.deferred:  # a function runs when called: its free names may be bound later
+        auditor.scope = state.scope
+        auditor._inner(node.args, node.body)
+    return state.audit
 
 
 def audit_notebook(nb, skip_ids=(), trusted_sources=()):
-    """Audit the code cells that will run: not the skipped (demo) cells, and not cells whose
-    source is exactly one of the course's own (setup and test cells are restored by nbgrader)."""
-    cells = []
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or cell.get("id") in skip_ids or cell.source in trusted_sources:
-            continue
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta.get("grade") or meta.get("locked"):
-            continue  # nbgrader replaces these with the course's own source before running
-        cells.append((f"cell {i + 1}", cell.source))
+    """Audit the code cells that will run: every one but the skipped (demo) cells. A cell whose source
+    is exactly one of the course's own (setup and test cells) only binds names: its imports count
+    (`np` in an answer is the setup cell's NumPy). A locked or graded cell is audited like any other
+    unless its source is the course's: nbgrader puts back the course's test cells, but a cell whose
+    grade id it does not know runs as it was submitted."""
+    cells = [(f"cell {i + 1}", c.source, c.source in trusted_sources) for i, c in enumerate(nb.cells)
+             if c.cell_type == "code" and c.get("id") not in skip_ids]
     return audit_cells(cells)

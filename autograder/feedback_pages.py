@@ -1,12 +1,14 @@
 """The feedback pages the course writes itself, besides nbgrader's per-lesson feedback:
 
 - a failure page, at the place a lesson's feedback goes, for a submission that could not be
-  graded (failed or tampered): what went wrong and what to do;
+  graded (failed or tampered): what went wrong and what to do; for a statement the static audit
+  does not allow, in plain words: the line, what is not allowed and why (audit_message);
 - one page per student across lessons (`feedback/<student>/index.html`), for office hours.
 
 Plain, self-contained HTML: no script, nothing loaded from the internet, and text that wraps.
 """
 
+import re
 from html import escape
 from pathlib import Path
 
@@ -35,11 +37,51 @@ ADVICE = (
     (("failed: no notebook",),
      "No notebook for this lesson was found in your submission. Hand in the lesson's notebook under its "
      "own name, e.g. 01_attention.ipynb."),
+    (("tampered: the notebook changed files outside its own folder",),
+     "Your notebook wrote to files outside its own folder (the course's files, the gradebook or the Python "
+     "environment); they were put back. A notebook may write files in its own folder (a relative path such as "
+     "scratch.txt) or under /tmp. Remove the lines that write elsewhere and hand it in again."),
     (("tampered",),
      "Your notebook changes what the tests rely on (NumPy, the course library or the checkers), or writes "
-     "files. Keep your notebook to your answers to the exercises, remove the lines named above, and hand it "
-     "in again. If you think this is a mistake, talk to your instructor: they see exactly what was found."),
+     "outside its own folder. Keep your notebook to your answers to the exercises, remove the lines named above, "
+     "and hand it in again. If you think this is a mistake, talk to your instructor: they see exactly what was found."),
 )
+
+# The static audit's findings (autograder/audit.py), in the student's words: what each kind does and why
+# it cannot be graded. The full list is in docs/students.md, "What a submission may not do".
+SAID = {"replaces": "changes", "internals": "uses", "process": "calls", "writes": "writes to"}
+WHY = {
+    "replaces": "The tests compare your answers with NumPy and with the course's own code; a notebook that changes "
+                "NumPy, torch, the course library, the checkers, Python's builtins or the machinery that runs the "
+                "tests cannot be graded, so this lesson scores 0.",
+    "internals": "The checkers watch how your answer runs (with Python's profiler) and rely on Python's import "
+                 "system; a notebook that traces the interpreter, walks the garbage collector's objects, uses ctypes, "
+                 "reloads the course's modules or hooks into how cells are run cannot be graded, so this lesson "
+                 "scores 0.",
+    "process": "The grader runs your notebook in one Python process and times it; a notebook that ends that process, "
+               "kills or forks processes, or installs signal handlers or timers cannot be graded, so this lesson "
+               "scores 0.",
+    "writes": "A notebook may write files in its own folder (a relative path such as scratch.txt) or under /tmp; a "
+              "file written anywhere else could overwrite the course's files, so this lesson scores 0.",
+}
+
+
+def audit_message(findings):
+    """(what was found, why it is not allowed, what to do): sentences for the student, `code` in backticks."""
+    found = [f"Your notebook {f.verb or SAID[f.kind]} `{f.subject}` ({f.where})"
+             + (", outside its own folder." if f.kind == "writes" else ".") for f in findings[:5]]
+    if len(findings) > 5:
+        found.append(f"And {len(findings) - 5} more, each named for your instructor.")
+    why = [WHY[kind] for kind in dict.fromkeys(f.kind for f in findings)]
+    todo = (f"Remove {'that line' if len(findings) == 1 else 'those lines'} and submit again. Everything else is "
+            "allowed: setattr, eval and files on your own objects and in your own folder. If you think this is a "
+            "mistake, talk to your instructor: they see exactly what was found.")
+    return found, why, todo
+
+
+def _with_code(text):
+    """Escaped text whose `backticked` parts are shown as code."""
+    return re.sub(r"`([^`]+)`", lambda m: f"<code>{m.group(1)}</code>", escape(text))
 
 
 def advice(status):
@@ -59,10 +101,16 @@ def write_failure_page(path, job, row):
     """The feedback page of a submission that was not graded: the reason, what to do, a zero."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    findings = getattr(row, "audit", None)
+    if findings:
+        found, why, todo = audit_message(findings)
+        wrong = ("<div class=\"status\"><p><strong>What is not allowed.</strong></p>\n"
+                 + "".join(f"<p>{_with_code(t)}</p>\n" for t in found + why) + "</div>\n")
+    else:
+        wrong, todo = f"<p class=\"status\"><strong>What went wrong.</strong> {escape(row.status)}</p>\n", advice(row.status)
     body = (f"<h1>Lesson {escape(job.lesson)}: not graded</h1>\n"
             f"<p>Student: {escape(job.student)}. Score: 0 / {row.max_score or 0:g} points.</p>\n"
-            f"<p class=\"status\"><strong>What went wrong.</strong> {escape(row.status)}</p>\n"
-            f"<p><strong>What to do.</strong> {escape(advice(row.status))}</p>\n"
+            + wrong + f"<p><strong>What to do.</strong> {_with_code(todo)}</p>\n"
             + (f"<p>The file graded: {escape(job.path.name)}.</p>\n" if job.path else ""))
     path.write_text(_page(f"{job.lesson}: not graded", body))
     return path

@@ -13,7 +13,7 @@ What lives where:
   comment on each answer. A manual score set in the formgrader is never written by the course,
   so it survives every regrade; rows show it in place of the auto score, as nbgrader does.
 - the table `encdec_attempts` keeps every attempt: one per distinct submitted file, with its time,
-  status, scores, misconceptions and the folder `attempts/<student>/<lesson>/<n>/` holding the
+  status, scores, misconceptions, the audit's cautions and the folder `attempts/<student>/<lesson>/<n>/` holding the
   file as submitted, the graded notebook and the feedback page. Grading the same bytes again
   replaces that attempt's results; different bytes are a new attempt.
 
@@ -41,7 +41,7 @@ create table if not exists encdec_attempts (
     status text not null, cells text not null, max_score real not null,
     misconceptions text not null, late integer not null default 0, seconds_late real not null default 0,
     penalty real not null default 0, note text not null default '', folder text not null,
-    sandbox text not null default '',
+    sandbox text not null default '', cautions text not null default '[]',
     primary key (assignment, student, attempt))
 """
 
@@ -64,6 +64,8 @@ class CourseGradebook:
         if self.path.exists():
             with closing(sqlite3.connect(self.path)) as db, db:
                 db.execute(SCHEMA)
+                if "cautions" not in {r[1] for r in db.execute("pragma table_info(encdec_attempts)")}:
+                    db.execute("alter table encdec_attempts add column cautions text not null default '[]'")
 
     def nbgrader(self):
         from nbgrader.api import Gradebook
@@ -132,6 +134,7 @@ class CourseGradebook:
         for a in found:
             a["cells"] = json.loads(a["cells"])
             a["misconceptions"] = [tuple(m) for m in json.loads(a["misconceptions"])]
+            a["cautions"] = json.loads(a.get("cautions") or "[]")
         return found
 
     def latest(self):
@@ -163,12 +166,13 @@ class CourseGradebook:
         with self._sql() as db, db:
             db.execute("delete from encdec_attempts where assignment = ? and student = ? and attempt = ?",
                        (lesson, student, number))
-            db.execute("insert into encdec_attempts values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            db.execute("insert into encdec_attempts values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                        (lesson, student, number, now(), job.timestamp.isoformat() if job.timestamp else None,
                         sha, row.status, json.dumps(row.cells if row.graded else {}),
                         sum(maxima.get(lesson, {}).values()), json.dumps(found),
                         int(bool(job.late or seconds_late > 0)), seconds_late, penalty, job.note or "",
-                        str(folder.relative_to(self.out)), getattr(row, "sandbox", "")))
+                        str(folder.relative_to(self.out)), getattr(row, "sandbox", ""),
+                        json.dumps(getattr(row, "cautions", []))))
         return number
 
     @staticmethod
@@ -252,6 +256,7 @@ class CourseGradebook:
                 run = own.get((lesson, student))
                 row.seconds = run.seconds if run else 0.0
                 row.sandbox = attempt["sandbox"]
+                row.cautions = attempt["cautions"]
                 rows.append(row)
         return rows
 

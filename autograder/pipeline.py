@@ -60,6 +60,8 @@ class Row:
     late: bool = False  # submitted after the due date (nbgrader's), or marked late by the LMS
     penalty: float = 0.0  # nbgrader's late-submission penalty, already taken off the score
     submitted_at: str = ""  # the submission's timestamp, when one was given
+    audit: list = field(default_factory=list)  # audit.Finding: why a tampered row scores 0 (the student's page)
+    cautions: list = field(default_factory=list)  # the audit's cautions, for the instructor (report.md)
 
     @property
     def graded(self):
@@ -116,14 +118,14 @@ def check_notebook_bytes(raw):
 
 
 def prepare_notebook(raw, facts, keep_demos):
-    """(notebook text to grade, audit findings) for a submission's bytes."""
+    """(notebook text to grade, audit.Audit) for a submission's bytes."""
     import nbformat
     nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
     skip = set() if keep_demos else facts.demo
-    findings = audit_notebook(nb, skip_ids=skip, trusted_sources=facts.sources)
+    found = audit_notebook(nb, skip_ids=skip, trusted_sources=facts.sources)
     if skip:
         nb.cells = [c for c in nb.cells if c.get("id") not in skip]
-    return nbformat.writes(nb), findings
+    return nbformat.writes(nb), found
 
 
 def _copy_out(root, job, out):
@@ -148,10 +150,12 @@ def grade_job(job, setup):
     if reason:
         row.status = f"failed: {reason}"
         return row
-    text, findings = prepare_notebook(job.raw, setup.facts[job.lesson], job.keep_demos)
-    if findings:
-        shown = "; ".join(findings[:3]) + (f"; and {len(findings) - 3} more" if len(findings) > 3 else "")
-        row.status = f"tampered: the notebook changes what the tests rely on or writes files ({shown})"
+    text, found = prepare_notebook(job.raw, setup.facts[job.lesson], job.keep_demos)
+    row.cautions = [c.evidence() for c in found.cautions]  # the guard checks these at run time
+    if found.findings:
+        evidence = [f.evidence() for f in found.findings]
+        row.status = "tampered: " + "; ".join(evidence[:3]) + (f"; and {len(evidence) - 3} more" if len(evidence) > 3 else "")
+        row.audit = found.findings
         return row
     timeout = job.timeout or int(os.environ.get("GRADE_TIMEOUT", DEFAULT_TIMEOUT))
     root = Path(tempfile.mkdtemp(prefix=f"{job.student}-{job.lesson}-", dir=setup.out.work))
@@ -248,7 +252,8 @@ def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None, sandbox_mode="
                 bar.update(1)
                 bar.set_postfix_str(f"{jobs[i].student}/{jobs[i].lesson}: {rows[i].status[:40]}")
     for i, row, tampered in integrity.find_culprits(suspects, lambda k: _grade_safely(jobs[k], setup), guard):
-        rows[i] = Row(row.assignment, row.student_id, tampered, seconds=row.seconds) if tampered else row
+        rows[i] = Row(row.assignment, row.student_id, tampered, seconds=row.seconds, cautions=row.cautions) \
+            if tampered else row
     if bar:
         bar.close()
     for row in rows:

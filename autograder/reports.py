@@ -103,6 +103,10 @@ def print_table(rows, maxima, out):
         head = f"Lesson {lesson}: {_num(row.score)} / {_num(row.max_score)} points"
         if not row.graded:
             print(f"{head}  [{row.status}]")
+            if getattr(row, "audit", None):  # what the static audit does not allow, in plain words
+                from .feedback_pages import audit_message
+                found, why, todo = audit_message(row.audit)
+                print("\n".join(f"    {line}" for line in found + why + [todo]))
             continue
         found = row_records(row, maxima, out)
         hidden = any(record.hidden for record in found.values())
@@ -198,6 +202,7 @@ def write_report(rows, maxima, out, path, attempts=(), copies=None):
         lines.append("None: no graded notebook showed a known misconception.")
     lines += attempts_section(attempts)
     lines += copies_section(copies or {})
+    lines += cautions_section(rows)
     problems = [r for r in rows if not r.graded]
     if problems:
         lines += ["", "## Not graded", "", "| student | lesson | status |", "|---|---|---|"]
@@ -233,6 +238,21 @@ def attempts_section(attempts):
         lines.append(f"| {n['first']} | {n['latest']} | {lesson} | {title} | `{key}` | "
                      f"{words[(lesson, title, key)].replace('|', '/')} |")
     return lines
+
+
+def cautions_section(rows):
+    """Report lines on the static audit's cautions: statements whose target is known only at run time."""
+    found = [(r.student_id, r.assignment, c) for r in rows for c in getattr(r, "cautions", None) or ()]
+    if not found:
+        return []
+    lines = ["", "## Cautions from the audit", "",
+             "Statements whose target the static audit (autograder/audit.py) could not know before the notebook "
+             "ran: setattr or exec on something computed, a write to a path worked out at run time, another "
+             "program run. They do not change the score, and the student is not told: the guard in the kernel "
+             "checked at run time that nothing the checks rely on was replaced (had it been, every check of the "
+             "lesson scored 0 and its feedback names what), and the sandbox contained the rest. For you to read.",
+             "", "| student | lesson | where, the code, what it does |", "|---|---|---|"]
+    return lines + [f"| {s} | {lesson} | {c.replace('|', '/')} |" for s, lesson, c in sorted(found)]
 
 
 def copies_section(copies):
