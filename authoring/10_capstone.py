@@ -462,7 +462,7 @@ def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):
 # evaluation and data parallelism): for every step it sets the scheduled rate in every group of an AdamW
 # made as in Exercise 10.3, zeroes the gradients, backpropagates, clips to a norm of 1 and steps. Below,
 # your loop trains the capstone's model, from its initial weights, on the capstone's first 10 batches;
-# section 10.7 runs the capstone's own loop from the same start and compares the losses.
+# §10.7 runs the capstone's own loop from the same start and compares the losses.
 
 # %% [demo]
 step_fn = yours_or_ours("10.4", globals().get("torch_train_step"))
@@ -511,14 +511,15 @@ print({name: len(split) for name, split in splits.items()}, "dates;", len(dates.
 # 800 steps [CONFIG]. It is the same script as `make capstone`; here it runs in the notebook.
 #
 # **On a GPU** the cell below trains the whole run: on an NVIDIA H200, 800 steps took 17 s of training
-# (145,000 tokens per second) and reached 99.85% exact match on the test dates. So large a GPU is mostly
-# waiting here: batches of 128 short dates are small work, and Python and the launch of every kernel
-# take much of each step's time, so the H200 trains this model only about 5.5 times as fast as one CPU
-# thread of the same machine. **On a CPU** the cell trains the first 200 steps (under a minute) and then
+# (145,000 tokens per second over that whole run, its first steps included) and reached 99.85% exact
+# match on the test dates. So large a GPU is mostly waiting here: batches of 128 short dates are small
+# work, and Python and the launch of every kernel take much of each step's time. In steady state, as
+# `make bench` measures it, the H200 trains this model only about 5.5 times as fast as one CPU thread of
+# the same machine (162,000 against 29,600 tokens per second). **On a CPU** the cell trains the first 200 steps (under a minute) and then
 # loads the weights of a complete run made by `make capstone` and shipped with the course
 # (`encdec/data/capstone_dates.npz`, under 1 MB), so the figures below always show a fully trained
 # model. Both keep the model after 200 steps too: a half-trained model, for the comparisons. The cell
-# also prints the losses of the first steps next to those of your loop in section 10.5: the same start
+# also prints the losses of the first steps next to those of your loop in §10.5: the same start
 # and the same batches give the same losses, to float32 rounding (on a GPU the kernels differ, so the
 # last digits may too).
 
@@ -533,9 +534,9 @@ print(f"200 steps in {time.perf_counter() - start:.0f} s on {capstone.device_nam
       f"loss {state['history']['loss'][0]:.2f} -> {state['history']['loss'][-1]:.3f}")
 half = half.cpu().eval()
 logged = dict(zip(state["history"]["step"], state["history"]["loss"]))
-if "my_losses" in globals():  # the loop of section 10.5, from the same start on the same batches
+if "my_losses" in globals():  # the loop of §10.5, from the same start on the same batches
     print(f"losses at steps 1 and 10: this run {logged[1]:.4f}, {logged[10]:.4f}; "
-          f"your loop in 10.5 {my_losses[1]:.4f}, {my_losses[10]:.4f}")
+          f"your loop of §10.5 {my_losses[1]:.4f}, {my_losses[10]:.4f}")
 if DEVICE == "cuda":  # continue the same run from its checkpoint to the end
     model, state = capstone.train(config, out, DEVICE, resume=True, progress=False)
     model = model.cpu().eval()
@@ -564,8 +565,11 @@ plt.show()
 # Evaluation also has a protocol of its own. `model.eval()` switches every module of the model to
 # evaluation mode: the course's models apply dropout (at the rate `config.dropout` [CONFIG]) in training
 # mode only. `torch.no_grad()` stops autograd from recording a graph that nothing will use. And
-# evaluation happens in the middle of training, so it must hand the model back in the mode it found it:
-# remember `model.training` first, restore it with `model.train(was_training)` at the end.
+# evaluation happens in the middle of training, so it must hand the model back in the mode it found it.
+# `model.greedy_decode` does all three itself: it runs in eval mode under `torch.no_grad()` and gives the
+# model back in the mode it found it. So `exact_match` need not call them; what it must not do is change
+# the model's mode: a `model.eval()` of its own with no `model.train(was_training)` after it would leave a
+# model that was training in eval mode.
 
 # %% [markdown]
 # ### Exercise 10.5 — `exact_match(model, src, tgt, bos_id, eos_id, max_len)`
@@ -573,8 +577,8 @@ plt.show()
 # Decode with the model's own greedy decoding, `model.greedy_decode(src, bos_id, eos_id, max_len)`: it
 # returns `(B, L)` ids without `<bos>`, each row ending at its first `<eos>` and padded with
 # `model.config.pad_id` after it. `L` may be shorter or longer than the targets' width `m`. The test gives
-# you models whose decoder follows a script, so that every kind of near miss above occurs; it also
-# watches the model's mode and autograd while your function runs it, and the mode it is left in.
+# you models whose decoder follows a script, so that every kind of near miss above occurs, with other
+# `<bos>` and `<eos>` ids in one batch; it also checks the mode the model is left in.
 
 # %% [solution] exact_match
 def exact_match(model, src, tgt, bos_id, eos_id, max_len):
@@ -584,8 +588,8 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):
              src (B, n), tgt (B, m)  integer tensors; each target row ends in <eos>, then pads
              bos_id, eos_id; max_len the most tokens to generate
     Returns: a float in [0, 1]: the fraction of rows whose prediction matches every target token up to
-             and including <eos>. The model runs in eval mode under torch.no_grad(); its mode
-             (model.training) is the same afterwards as before.
+             and including <eos>. The model's mode (model.training) is the same afterwards as before
+             (model.greedy_decode runs it in eval mode under torch.no_grad() and restores its mode).
     """
     ### BEGIN SOLUTION
     was_training = model.training
@@ -678,7 +682,7 @@ def embed_at(model, tokens, position):
 
 # %% [markdown]
 # One step, for the newest tokens `token (B,)` at position $t$, through every decoder block `b` of
-# `model.decoder` (the parameters are those of Lesson 5's block, under the names of the table in 10.1):
+# `model.decoder` (the parameters are those of Lesson 5's block, under the names of the table in §10.1):
 #
 # 1. `x = embed_at(model, token, t)`, shape `(B, 1, d_model)`;
 # 2. self-attention: `a = rms_norm(x, b.norm1_gamma, eps)`; the new row of keys and values,
@@ -1056,8 +1060,9 @@ ddp_step_order = [3, 5, 2, 7, 1, 6, 4]
 #   weights one process would reach on the same batches, up to rounding.
 #
 # **Where to go next.** `make capstone` trains the model from the command line and writes the report;
-# `make bench` compares it with `torch.nn.Transformer` (on an H200, the capstone's model trained at
-# 162,000 tokens per second, `nn.Transformer` at 156,000); the appendices collect the
+# `make bench` compares it with `torch.nn.Transformer` (in its steady-state measurement on an H200, the
+# capstone's model trained at 162,000 tokens per second, `nn.Transformer` at 156,000; the 145,000 of
+# §10.7 come from a separate, whole run, its first steps included); the appendices collect the
 # [formulas (A)](../APPENDIX_A_formulas.md), the
 # [architectures that grew from this one (B)](../APPENDIX_B_architectures.md) and the
 # [acronyms (C)](../APPENDIX_C_acronyms.md). From here: larger tasks (translation with subword tokens),

@@ -253,12 +253,6 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):
     return _match(model, src, tgt, bos_id, eos_id, max_len, compare="overlap")
 
 
-@slip("exact_match", "no_eval", "decodes without switching the model to eval mode",
-      expect=("eval",))
-def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
-    return _match(model, src, tgt, bos_id, eos_id, max_len, to_eval=False)
-
-
 @slip("exact_match", "mode_not_restored", "switches to eval mode and leaves the model there",
       expect=("restore", "mode", "afterwards", "training mode"))
 def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
@@ -269,12 +263,6 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
       expect=("exact", "every token", "whole", "token accuracy", "sequence"))
 def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
     return _match(model, src, tgt, bos_id, eos_id, max_len, compare="tokens")
-
-
-@slip("exact_match", "autograd_on", "decodes without torch.no_grad()",
-      expect=("no_grad", "autograd", "grad"))
-def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
-    return _match(model, src, tgt, bos_id, eos_id, max_len, no_grad=False)
 
 
 @slip("exact_match", "always_back_to_train", "calls model.train() at the end, whatever mode the model was in",

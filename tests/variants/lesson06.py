@@ -95,7 +95,7 @@ def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
     mask = model.decoder_mask(tgt_in)
     for block in model.decoder:
         x, cross_weights = block(x, encoder_output=H_enc, self_attn_mask=mask, cross_attn_mask=src_mask)
-    return rms_norm(x, model.decoder_norm_gamma) @ model.embedding.T
+    return rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T
 
 
 @alternative("parameter_count")

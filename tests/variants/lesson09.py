@@ -203,7 +203,7 @@ def decode_step(model, tokens, cache):
     x = x + pe
     for layer, block in enumerate(model.decoder):
         att = block.self_attn
-        h = rms_norm(x, block.norm1_gamma)
+        h = rms_norm(x, block.norm1_gamma, block.eps)
 
         def heads(a):
             return np.swapaxes(a.reshape(*a.shape[:-1], att.n_heads, att.d_k), -2, -3)
@@ -211,10 +211,10 @@ def decode_step(model, tokens, cache):
         K, V = cache.append(layer, heads(h @ att.W_k), heads(h @ att.W_v))
         out, _ = att.attend(h, K, V)
         x = x + out
-        out, _ = block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[layer], cache.cross_v[layer],
+        out, _ = block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[layer], cache.cross_v[layer],
                                          cache.src_mask)
         x = x + out
-        x = x + block.ffn(rms_norm(x, block.norm3_gamma))
+        x = x + block.ffn(rms_norm(x, block.norm3_gamma, block.eps))
     cache.length = pos + 1
     h = rms_norm(x[..., -1, :], model.decoder_norm_gamma, model.config.eps)
     return h @ model.embedding.T
@@ -225,7 +225,7 @@ def decode_step(model, tokens, cache):  # noqa: F811
     """Scaled dot-product attention written out over the cached heads (no attend())."""
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K, V = cache.append(i, *block.self_attn.project_kv(normed))
         att = block.self_attn
         q = np.swapaxes((normed @ att.W_q).reshape(*normed.shape[:-1], att.n_heads, att.d_k), -2, -3)
@@ -234,10 +234,10 @@ def decode_step(model, tokens, cache):  # noqa: F811
         w /= w.sum(-1, keepdims=True)
         heads = np.swapaxes(w @ V, -2, -3)
         x = x + heads.reshape(*heads.shape[:-2], -1) @ att.W_o
-        out, _ = block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        out, _ = block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                          cache.src_mask)
         x = x + out
-        x = x + block.ffn(rms_norm(x, block.norm3_gamma))
+        x = x + block.ffn(rms_norm(x, block.norm3_gamma, block.eps))
     cache.length += 1
     return np.squeeze(rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T, axis=-2)
 
@@ -248,16 +248,16 @@ def decode_step(model, tokens, cache):  # noqa: F811
     and stored back."""
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         k_new, v_new = block.self_attn.project_kv(normed)
         if cache.self_k[i] is not None:
             k_new = np.concatenate((cache.self_k[i], k_new), axis=-2)
             v_new = np.concatenate((cache.self_v[i], v_new), axis=-2)
         cache.self_k[i], cache.self_v[i] = k_new, v_new
         x = x + block.self_attn.attend(normed, cache.self_k[i], cache.self_v[i])[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask)[0]
-        x = x + block.ffn(rms_norm(x, block.norm3_gamma))
+        x = x + block.ffn(rms_norm(x, block.norm3_gamma, block.eps))
     cache.length = cache.length + 1
     return (rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T)[..., -1, :]
 
@@ -306,13 +306,13 @@ def cached_greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
     for t in range(max_len):
         x = model.embed(token[:, None], offset=t)
         for i, block in enumerate(model.decoder):
-            h = rms_norm(x, block.norm1_gamma)
+            h = rms_norm(x, block.norm1_gamma, block.eps)
             K, V = block.self_attn.project_kv(h)
             self_k[i] = K if self_k[i] is None else np.concatenate([self_k[i], K], axis=-2)
             self_v[i] = V if self_v[i] is None else np.concatenate([self_v[i], V], axis=-2)
             x = x + block.self_attn.attend(h, self_k[i], self_v[i])[0]
-            x = x + block.cross_attn(rms_norm(x, block.norm2_gamma), H_enc, mask)[0]
-            x = x + block.ffn(rms_norm(x, block.norm3_gamma))
+            x = x + block.cross_attn(rms_norm(x, block.norm2_gamma, block.eps), H_enc, mask)[0]
+            x = x + block.ffn(rms_norm(x, block.norm3_gamma, block.eps))
         logits = (rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T)[:, 0]
         logits[:, [pad, bos_id]] = -np.inf
         token = np.where(done, pad, np.argmax(logits, axis=-1))

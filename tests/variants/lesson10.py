@@ -189,6 +189,17 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
     return same.all(dim=1).float().mean()
 
 
+@alternative("exact_match")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    """Only model.greedy_decode, which runs in eval mode under no_grad and restores the mode itself."""
+    import torch
+    pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+    width = max(pred.shape[1], tgt.shape[1])
+    pad = model.config.pad_id
+    grow = lambda t: torch.cat([t, t.new_full((t.shape[0], width - t.shape[1]), pad)], dim=1)  # noqa: E731
+    return (grow(pred) == grow(tgt)).all(dim=1).double().mean().item()
+
+
 # -- 10.6 greedy_decode_cached ---------------------------------------------------------------------------
 @alternative("greedy_decode_cached")
 def greedy_decode_cached(model, src, bos_id, eos_id, max_len):

@@ -1,7 +1,8 @@
 """Each graded exercise declared once: its number, title, points, answer and checker.
 
 A lesson's checker module (encdec.checks.lessonNN) declares every exercise it grades right above
-the function that checks it, and lists the declarations at its end (EXERCISES, ORDERINGS, QUIZZES):
+the function that checks it, and lists the declarations at its end (EXERCISES, ORDERINGS, QUIZZES;
+CONCEPTS, the concept checks before and after the lesson, encdec.checks.concepts):
 
     SOFTMAX = Exercise("1.1", "softmax", points=3, reference=attention.softmax)
 
@@ -30,11 +31,13 @@ class Graded:
     `name` unless `cell` says otherwise; the test cell's is "test_" + the answer cell's."""
 
     has_hidden_tests = True  # the test cell adds harder cases when grading
+    may_be_free = False  # whether it may be worth 0 points (the concept checks, encdec.checks.concepts)
 
     def __init__(self, number, title, name, points, cell=None):
         if not (isinstance(number, str) and NUMBER.fullmatch(number)):
             raise ValueError(f"an exercise number is a string like '1.2', got {number!r}")
-        if isinstance(points, bool) or not isinstance(points, numbers.Real) or not points > 0:
+        if isinstance(points, bool) or not isinstance(points, numbers.Real) or \
+                not (points > 0 or self.may_be_free and points == 0):
             raise ValueError(f"Exercise {number}: points must be a positive number, got {points!r}")
         if not (isinstance(name, str) and name.isidentifier()):
             raise ValueError(f"Exercise {number}: the answer's name must be a Python name, got {name!r}")
@@ -124,12 +127,13 @@ def _order(graded):
 
 
 def declared(module):
-    """The exercises a lesson's checker module grades (its EXERCISES, ORDERINGS and QUIZZES), in
+    """The exercises a lesson's checker module grades (its EXERCISES, ORDERINGS, QUIZZES and CONCEPTS), in
     the order of their numbers. A ValueError names the module and the exercise when a declaration
     is incomplete: no checker, a number of another lesson or used twice, or not listed at all."""
     where = module.__name__
     lesson = re.search(r"lesson(\d+)$", where)
-    listed = [*module.EXERCISES, *getattr(module, "ORDERINGS", []), *getattr(module, "QUIZZES", [])]
+    listed = [*module.EXERCISES, *getattr(module, "ORDERINGS", []), *getattr(module, "QUIZZES", []),
+              *getattr(module, "CONCEPTS", [])]
     for graded in listed:
         if lesson and graded.lesson != int(lesson.group(1)):
             raise ValueError(f"{where}: Exercise {graded.number} is numbered for lesson {graded.lesson}")
@@ -146,5 +150,5 @@ def declared(module):
     for value in vars(module).values():
         if isinstance(value, Graded) and value not in listed:
             raise ValueError(f"{where}: Exercise {value.number} ({value.title}) is declared but listed in "
-                             "none of EXERCISES, ORDERINGS, QUIZZES")
+                             "none of EXERCISES, ORDERINGS, QUIZZES, CONCEPTS")
     return sorted(listed, key=_order)

@@ -41,14 +41,15 @@ def randomize(obj, rng, scale=0.4, *, fan_in=False, own=None):
 
 
 def random_model(seed, vocab_size=9, d_model=8, n_heads=2, d_ff=12, n_layers=1, *, n_decoder_layers=None,
-                 pad_id=PAD, model_class=Seq2Seq, scale=0.4, fan_in=False, embedding_scale=None):
+                 pad_id=PAD, model_class=Seq2Seq, scale=0.4, fan_in=False, embedding_scale=None, eps=1e-6):
     """A reference Seq2Seq (or `model_class`) with n_layers encoder blocks and n_decoder_layers
-    (default: n_layers) decoder blocks, every parameter random as randomize() makes them, drawn from
-    generator(seed + 1000). The embedding keeps its initial values unless embedding_scale is given."""
+    (default: n_layers) decoder blocks and the RMSNorm constant eps, every parameter random as randomize()
+    makes them, drawn from generator(seed + 1000). The embedding keeps its initial values unless
+    embedding_scale is given."""
     model = model_class(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, d_ff=d_ff,
                         n_encoder_layers=n_layers,
                         n_decoder_layers=n_layers if n_decoder_layers is None else n_decoder_layers,
-                        pad_id=pad_id, rng=seed)
+                        pad_id=pad_id, eps=eps, rng=seed)
     return randomize(model, generator(seed + 1000), scale, fan_in=fan_in, own={"embedding": embedding_scale})
 
 

@@ -222,3 +222,11 @@ def check_attention_order(attention_order=None, *, points=None):
 
 EXERCISES = [SOFTMAX, SCALED_DOT_PRODUCT_ATTENTION, SINUSOIDAL_POSITIONS]
 ORDERINGS = [ATTENTION_ORDER]
+
+
+# The concept checks before and after the lesson (encdec.checks.concepts): Exercise 1.0, and the one
+# numbered after the last exercise above.
+from .concepts import concept_checks  # noqa: E402
+
+CONCEPTS = concept_checks(1, after=[*EXERCISES, *ORDERINGS])
+check_concepts_before, check_concepts_after = (check.checker for check in CONCEPTS)

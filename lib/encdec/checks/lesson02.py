@@ -405,7 +405,8 @@ def mha_parts():
           Case("large inputs (entries about 10)", (x(size=(2, 4, 8)) * 10,), hidden=True),
           Case("near-zero inputs (entries about 1e-6)", (x(size=(3, 8)) * 1e-6,), hidden=True)]),
         ("one head per feature (d_model=6, h=6, d_k=1)", 6, 6,
-         [Case("x of shape (2, 4, 6)", (x(size=(2, 4, 6)),), hidden=True)]),
+         [Case("x of shape (3, 4, 6) (one head per feature: h = d_model)", (x(size=(3, 4, 6)),),
+               alike=(("h", "d_model"),))]),
     ]
 
 
@@ -571,3 +572,11 @@ def check_encoder_block_order(encoder_block_order=None, *, points=None):
 
 EXERCISES = [RMS_NORM, GELU, PADDING_MASK, MULTI_HEAD_ATTENTION, FEED_FORWARD, ENCODER_BLOCK]
 ORDERINGS = [ENCODER_BLOCK_ORDER]
+
+
+# The concept checks before and after the lesson (encdec.checks.concepts): Exercise 2.0, and the one
+# numbered after the last exercise above.
+from .concepts import concept_checks  # noqa: E402
+
+CONCEPTS = concept_checks(2, after=[*EXERCISES, *ORDERINGS])
+check_concepts_before, check_concepts_after = (check.checker for check in CONCEPTS)

@@ -445,3 +445,11 @@ def check_quantity_tags(quantity_tags=None, *, points=None):
 EXERCISES = [CREATE_CAUSAL_MASK, DECODER_MASK, CAUSAL_SELF_ATTENTION, OUTPUT_LOGITS]
 ORDERINGS = [MASKED_ATTENTION_ORDER]
 QUIZZES = [TAG_QUIZ]
+
+
+# The concept checks before and after the lesson (encdec.checks.concepts): Exercise 3.0, and the one
+# numbered after the last exercise above.
+from .concepts import concept_checks  # noqa: E402
+
+CONCEPTS = concept_checks(3, after=[*EXERCISES, *ORDERINGS, *QUIZZES])
+check_concepts_before, check_concepts_after = (check.checker for check in CONCEPTS)

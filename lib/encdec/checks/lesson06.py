@@ -195,7 +195,7 @@ def model_inputs(model, seed, src_lengths, n, tgt_lengths, m):
 def forward_setups():
     """(label, model, src, tgt_in, hidden): the models and batches both checks use."""
     base = random_model(630, vocab_size=13, n_layers=2)
-    pad3 = random_model(631, vocab_size=11, d_model=12, n_heads=3, d_ff=10, n_layers=1, pad_id=3)
+    pad3 = random_model(631, vocab_size=11, d_model=12, n_heads=3, d_ff=10, n_layers=1, pad_id=3, eps=0.05)
     deep = random_model(632, vocab_size=15, d_model=8, n_heads=4, d_ff=16, n_layers=3, n_decoder_layers=2)
     tiny = random_model(633, vocab_size=13, n_layers=2, embedding_scale=1e-4)
     large = random_model(634, vocab_size=13, n_layers=2, embedding_scale=30.0)
@@ -205,7 +205,8 @@ def forward_setups():
     src, tgt_in = model_inputs(base, 2, [4], 4, [3], 3)
     setups.append(("one unbatched pair, n=4, m=3", base, src[0], tgt_in[0], False))
     src, tgt_in = model_inputs(pad3, 3, [5, 2, 4, 3], 5, [4, 4, 2, 5], 6)
-    setups.append(("pad_id=3, d_model=12, 3 heads, 1+1 layers, a batch of 4, n=5, m=6", pad3, src, tgt_in, False))
+    setups.append(("pad_id=3, eps=0.05, d_model=12, 3 heads, 1+1 layers, a batch of 4, n=5, m=6", pad3, src, tgt_in,
+                   False))
     src, tgt_in = model_inputs(deep, 4, [3, 7], 7, [6, 2], 6)
     setups.append(("3 encoder and 2 decoder layers, 4 heads", deep, src, tgt_in, True))
     src, tgt_in = model_inputs(base, 5, [5, 3, 2, 4], 5, [4, 2, 3, 4], 4)
@@ -310,7 +311,7 @@ ENCODE_PROBES = Probes(
 ENCODE = Exercise("6.3", "encode", points=3, reference=Seq2Seq.encode,
                   sizes={"src": "... n", "self.config.d_model": "d_model", "self.config.n_heads": "h",
                          "self.config.d_ff": "d_ff", "self.config.vocab_size": "V"},
-                  reads=("self.config.pad_id", "self.config.n_encoder_layers"))
+                  reads=("self.config.pad_id", "self.config.eps"))
 
 
 @ENCODE.checked_by
@@ -404,7 +405,7 @@ DECODE_PROBES = Probes(
 DECODE = Exercise("6.4", "decode", points=4, reference=Seq2Seq.decode,
                   sizes={"tgt_in": "... m", "H_enc": "... n d_model", "self.config.n_heads": "h",
                          "self.config.d_ff": "d_ff", "self.config.vocab_size": "V"},
-                  reads=("self.config.pad_id", "self.config.n_decoder_layers"))
+                  reads=("self.config.pad_id", "self.config.eps"))
 
 
 @DECODE.checked_by
@@ -441,7 +442,7 @@ def parameter_count_cases():
                     Case("V=100, d=32, d_ff=128, 3 encoder and 1 decoder layers", (100, 32, 128, 3, 1)),
                     Case("V=32000, d=512, d_ff=2048, N=6 (a base-sized model)", (32000, 512, 2048, 6)),
                     Case("V=7, d=4, d_ff=3, 1 encoder and 4 decoder layers", (7, 4, 3, 1, 4), hidden=True),
-                    Case("n_decoder_layers=0 (no decoder blocks; 0 is not None)", (11, 6, 10, 2, 0), hidden=True)],
+                    Case("n_decoder_layers=0 (no decoder blocks; 0 is not None)", (11, 6, 10, 2, 0))],
         "model": [Case("V=13, d=8, d_ff=12, 2 encoder and 3 decoder layers", (13, 8, 12, 2, 3)),
                   Case("V=50, d=6, d_ff=20, N=1", (50, 6, 20, 1), hidden=True)],
     }
@@ -465,9 +466,10 @@ _COUNT_TERMS = [  # (knob, what it counts, in the course's words)
 def _count_model(k, vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):
     """parameter_count as a sum of terms, each with a knob: its multiplicity (1 right, 0 left out, 2
     counted twice); extra terms head (an untied output head, V d) and attention_biases (4 d per
-    attention); nd_is_n (n_decoder_layers ignored)."""
+    attention); nd_is_n (n_decoder_layers ignored); zero_as_none (n_decoder_layers=0 read as None)."""
     V, d, dff, N = vocab_size, d_model, d_ff, n_encoder_layers
-    Nd = N if (n_decoder_layers is None or k.get("nd_is_n")) else n_decoder_layers
+    Nd = N if (n_decoder_layers is None or k.get("nd_is_n") or (k.get("zero_as_none") and not n_decoder_layers)) \
+        else n_decoder_layers
     terms = {"embedding": V * d, "self_attention": 4 * d * d * (N + Nd), "cross_attention": 4 * d * d * Nd,
              "ffn_weights": 2 * d * dff * (N + Nd), "ffn_biases": (dff + d) * (N + Nd),
              "block_norms": 2 * d * N + 3 * d * Nd, "final_norms": 2 * d}
@@ -483,11 +485,18 @@ def _count_choices():
                                                        "biases are counted for the attention projections, which have none")]))
     choices.append(("nd_is_n", [(False, "", ""), (True, "ignores_n_decoder_layers",
                                                   "n_decoder_layers is ignored: the decoder gets n_encoder_layers blocks")]))
+    choices.append(("zero_as_none", [(False, "", ""), (True, "zero_decoder_layers_as_none",
+                                                       "n_decoder_layers=0 is read as None (as `n_decoder_layers or "
+                                                       "n_encoder_layers` reads it): 0 means no decoder block, and only "
+                                                       "None means as many as the encoder; test `is None`")]))
     return choices
 
 
 COUNT_PROBES = Probes(_count_model, Combos("count", _count_choices(),
-                                            "Count every [LEARNED] array once: parameter_count's docstring lists them."))
+                                            "Count every [LEARNED] array once: the embedding E; in each block its "
+                                            "attention projections, its feed-forward matrices and biases, and its "
+                                            "norm gains; and the two final norm gains (the table above the "
+                                            "exercise)."))
 
 
 PARAMETER_COUNT = Exercise("6.5", "parameter_count", points=3, reference=model_mod.parameter_count,
@@ -543,3 +552,11 @@ def check_forward_order(forward_order=None, *, points=None):
 
 EXERCISES = [SHIFT_RIGHT, EMBED, ENCODE, DECODE, PARAMETER_COUNT]
 ORDERINGS = [FORWARD_ORDER]
+
+
+# The concept checks before and after the lesson (encdec.checks.concepts): Exercise 6.0, and the one
+# numbered after the last exercise above.
+from .concepts import concept_checks  # noqa: E402
+
+CONCEPTS = concept_checks(6, after=[*EXERCISES, *ORDERINGS])
+check_concepts_before, check_concepts_after = (check.checker for check in CONCEPTS)

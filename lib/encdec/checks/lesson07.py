@@ -589,3 +589,11 @@ def check_backprop_order(backprop_order=None, *, points=None):
 
 EXERCISES = [SOFTMAX_CROSS_ENTROPY, NUMERICAL_GRADIENT, SOFTMAX_BACKWARD, ATTENTION_BACKWARD, RMS_NORM_BACKWARD]
 ORDERINGS = [BACKPROP_ORDER]
+
+
+# The concept checks before and after the lesson (encdec.checks.concepts): Exercise 7.0, and the one
+# numbered after the last exercise above.
+from .concepts import concept_checks  # noqa: E402
+
+CONCEPTS = concept_checks(7, after=[*EXERCISES, *ORDERINGS])
+check_concepts_before, check_concepts_after = (check.checker for check in CONCEPTS)

@@ -56,7 +56,7 @@ def loss_cases():
                    Case("float32 logits", (r.normal(size=(2, 3, V)).astype(np.float32), _padded_targets(r, [3, 2], 3, V)),
                         {"pad_id": PAD}, float32=True),
                    Case("a batch that is all padding (the loss is 0.0, the gradient all zeros)",
-                        (r.normal(size=(2, 3, V)), np.zeros((2, 3), dtype=np.int64)), {"pad_id": PAD}, hidden=True)],
+                        (r.normal(size=(2, 3, V)), np.zeros((2, 3), dtype=np.int64)), {"pad_id": PAD})],
     }
 
 
@@ -131,8 +131,8 @@ def adam_cases():
         "later": [Case("step t=5 with running averages m, v, a (3, 4) parameter", state((3, 4), 5) + (1e-2,)),
                   Case("step t=2, a (2, 3, 4) parameter", state((2, 3, 4), 2) + (3e-3,)),
                   Case("step t=1000", state((6,), 1000) + (1e-3,), hidden=True)],
-        "options": [Case("beta1=0.8, beta2=0.99, eps=1e-6, t=3", state((4,), 3) + (1e-2,),
-                         {"beta1": 0.8, "beta2": 0.99, "eps": 1e-6}),
+        "options": [Case("beta1=0.8, beta2=0.99, t=3, and eps=1e-6 on small gradients (about 1e-6), where eps matters",
+                         state((4,), 3, scale=1e-6) + (1e-2,), {"beta1": 0.8, "beta2": 0.99, "eps": 1e-6}),
                     Case("beta1=0.5, beta2=0.9, t=7", state((2, 2), 7) + (0.05,), {"beta1": 0.5, "beta2": 0.9},
                          hidden=True)],
         "robust": [Case("tiny gradients (about 1e-9): where eps sits matters", state((3, 3), 1, scale=1e-9, fresh=True) + (1e-3,)),
@@ -293,10 +293,11 @@ def check_warmup_schedule(warmup_schedule=None, *, points=None, hidden=False):
 
 
 # -- Exercise 8.4 -----------------------------------------------------------------------------------------
-def _batch(seed, src_lengths, tgt_lengths, vocab_size):
+def _batch(seed, src_lengths, tgt_lengths, vocab_size, pad_id=PAD, bos_id=BOS):
     r = generator(seed + 2000)
-    src = padded_tokens(r, src_lengths, max(src_lengths), vocab_size)
-    return src, _padded_targets(r, tgt_lengths, max(tgt_lengths), vocab_size)
+    avoid = (PAD, BOS, EOS, pad_id, bos_id)
+    src = padded_tokens(r, src_lengths, max(src_lengths), vocab_size, pad_id, avoid=avoid)
+    return src, padded_tokens(r, tgt_lengths, max(tgt_lengths), vocab_size, pad_id, avoid=avoid, last=EOS)
 
 
 def _describe(out):
@@ -307,11 +308,12 @@ def _describe(out):
 
 def _one_step(train_step):
     """Run train_step on a fresh random model and Adam; return (loss, accuracy, parameters after)."""
-    def run(seed, src_lengths, tgt_lengths, label_smoothing=0.0, lr=None, vocab_size=7, n_layers=1):
-        model = random_model(seed, vocab_size=vocab_size, n_layers=n_layers)
+    def run(seed, src_lengths, tgt_lengths, label_smoothing=0.0, lr=None, vocab_size=7, n_layers=1, pad_id=PAD,
+            bos_id=BOS):
+        model = random_model(seed, vocab_size=vocab_size, n_layers=n_layers, pad_id=pad_id)
         optimizer = optim.Adam(model.parameters(), lr=0.01)
-        src, targets = _batch(seed, src_lengths, tgt_lengths, vocab_size)
-        out = train_step(model, optimizer, src, targets, BOS, label_smoothing=label_smoothing, lr=lr)
+        src, targets = _batch(seed, src_lengths, tgt_lengths, vocab_size, pad_id, bos_id)
+        out = train_step(model, optimizer, src, targets, bos_id, label_smoothing=label_smoothing, lr=lr)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise TypeError(f"train_step must return the pair (loss, accuracy), got {_describe(out)}")
         after = np.concatenate([p.ravel() for p in model.parameters().values()])
@@ -326,6 +328,8 @@ def train_step_cases():
                   Case("3 pairs, two layers each side, no padding", (1, [3, 3, 3], [4, 4, 4], 0.0, None, 9, 2),
                        hidden=True)],
         "pads": [Case("3 padded pairs (sources 5, 2, 3 long; targets 6, 3, 4 long)", (2, [5, 2, 3], [6, 3, 4])),
+                 Case("a model whose pad id is 3 (model.config.pad_id), with <bos> 4: 2 padded pairs, V=9",
+                      (6, [4, 2], [5, 3], 0.0, None, 9, 1, 3, 4)),
                  Case("4 padded pairs, V=11", (3, [2, 6, 4, 3], [3, 7, 5, 4], 0.0, None, 11), hidden=True)],
         "options": [Case("label_smoothing=0.1 and lr=0.003, padded", (4, [4, 2], [5, 3], 0.1, 0.003)),
                     Case("label_smoothing=0.2, lr=0.05", (5, [3, 5], [4, 6], 0.2, 0.05), hidden=True)],
@@ -373,7 +377,8 @@ TRAIN_STEP_PROBES = Probes(_train_step_model, Combos("train_step", [
    "step; return that loss and the token accuracy of the same logits, pads excluded."))
 
 
-TRAIN_STEP = Exercise("8.4", "train_step", points=3, reference=training.train_step)
+TRAIN_STEP = Exercise("8.4", "train_step", points=3, reference=training.train_step,
+                      reads=("bos_id", "label_smoothing", "lr", "model.config.pad_id"))
 
 
 @TRAIN_STEP.checked_by
@@ -622,3 +627,11 @@ def check_dropout(dropout=None, *, points=None, hidden=False):
 
 EXERCISES = [SEQUENCE_CROSS_ENTROPY, ADAM_UPDATE, WARMUP_SCHEDULE, TRAIN_STEP, DROPOUT]
 ORDERINGS = [TRAINING_STEP_ORDER]
+
+
+# The concept checks before and after the lesson (encdec.checks.concepts): Exercise 8.0, and the one
+# numbered after the last exercise above.
+from .concepts import concept_checks  # noqa: E402
+
+CONCEPTS = concept_checks(8, after=[*EXERCISES, *ORDERINGS])
+check_concepts_before, check_concepts_after = (check.checker for check in CONCEPTS)

@@ -184,7 +184,7 @@ def greedy_cases():
                 Case("one source, two layers each side, max_len=10", (stop2, source_batch(3, [5], vocab_size=11)[0], BOS, EOS, 10),
                      hidden=True)],
         "stops": [Case("max_len=2 cuts the output before EOS", (stop, source_batch(4, [5])[0], BOS, EOS, 2)),
-                  Case("a source of 1 token: EOS comes early", (stop, source_batch(5, [1])[0], BOS, EOS, 8), hidden=True)],
+                  Case("a source of 1 token: EOS comes early", (stop, source_batch(5, [1])[0], BOS, EOS, 8))],
         "batch": [Case("a batch of 3 padded sources (lengths 2, 5, 3): rows end at different steps",
                        (stop, source_batch(6, [2, 5, 3]), BOS, EOS, 9)),
                   Case("a batch of 2 sources with the random model, max_len=5", (wild, source_batch(7, [4, 2]), BOS, EOS, 5)),
@@ -558,7 +558,8 @@ def sampling_cases():
     }
 
 
-SAMPLE_NEXT_TOKEN = Exercise("9.2", "sample_next_token", points=3, reference=decoding.sample_next_token)
+SAMPLE_NEXT_TOKEN = Exercise("9.2", "sample_next_token", points=3, reference=decoding.sample_next_token,
+                             reads=("temperature", "top_k", "top_p"))
 
 
 @SAMPLE_NEXT_TOKEN.checked_by
@@ -773,8 +774,8 @@ def check_beam_search(beam_search=None, *, points=None, hidden=False):
 # -- Exercise 9.4 ---------------------------------------------------------------------------------------
 def _steps(decode_step):
     """Feed `tokens[:, t]` one step at a time into a fresh cache; collect what the checks compare."""
-    def run(seed, src_lengths, n_steps, n_layers=1, vocab_size=9, d_model=8, n_heads=2, single=False):
-        model = decoding_model(seed, vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers)
+    def run(seed, src_lengths, n_steps, n_layers=1, vocab_size=9, d_model=8, n_heads=2, single=False, eps=1e-6):
+        model = decoding_model(seed, vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers, eps=eps)
         src = source_batch(seed + 1, src_lengths, vocab_size=vocab_size)
         tokens = np.concatenate([np.full((len(src_lengths), 1), BOS),
                                  generator(seed + 2).integers(3, vocab_size, size=(len(src_lengths), n_steps - 1))], axis=1)
@@ -800,8 +801,8 @@ def decode_step_cases():
     return {
         "one": [Case("one source (n=4), 3 steps", (41, [4], 3, 1, 9, 8, 2, True)),
                 Case("one source (n=6), 5 steps, two layers", (42, [6], 5, 2, 11, 12, 3, True), hidden=True)],
-        "batch": [Case("a batch of 2 sources (lengths 5 and 2, padded), 4 steps, V=11, d_model=12, 3 heads",
-                       (43, [5, 2], 4, 1, 11, 12, 3)),
+        "batch": [Case("a batch of 2 sources (lengths 5 and 2, padded), 4 steps, V=11, d_model=12, 3 heads, "
+                       "eps=0.05 (model.config.eps)", (43, [5, 2], 4, 1, 11, 12, 3, False, 0.05)),
                   Case("a batch of 3 padded sources, 6 steps, two layers", (44, [3, 6, 1], 6, 2, 11, 12, 4),
                        hidden=True)],
     }
@@ -886,7 +887,7 @@ DECODE_STEP_PROBES = Probes(_decode_step_model, Combos("decode_step", [
 
 
 DECODE_STEP = Exercise("9.4", "decode_step", points=3, reference=decoding.decode_step,
-                       sizes={"vocab_size": "V", "d_model": "d_model", "n_heads": "h"})
+                       sizes={"vocab_size": "V", "d_model": "d_model", "n_heads": "h"}, reads=("model.config.eps",))
 
 
 @DECODE_STEP.checked_by
@@ -1067,3 +1068,10 @@ def check_cached_step_order(cached_step_order=None, *, points=None):
 EXERCISES = [GREEDY_DECODE, SAMPLE_NEXT_TOKEN, BEAM_SEARCH, DECODE_STEP, CACHED_GREEDY_DECODE]
 ORDERINGS = [CACHED_STEP_ORDER]
 
+
+# The concept checks before and after the lesson (encdec.checks.concepts): Exercise 9.0, and the one
+# numbered after the last exercise above.
+from .concepts import concept_checks  # noqa: E402
+
+CONCEPTS = concept_checks(9, after=[*EXERCISES, *ORDERINGS])
+check_concepts_before, check_concepts_after = (check.checker for check in CONCEPTS)

@@ -217,6 +217,7 @@ def references():
             for r, s in enumerate(scripts):
                 scripted[r, :len(s)] = s
             self.scripts = torch.from_numpy(scripted)
+            self.bos_id, self.eos_id = bos_id, eos_id
             self.seen = []
             self.depth = 0
 
@@ -245,7 +246,10 @@ def references():
             with self._called("decode"):
                 rows = H_enc[..., 0, 0].long()  # (B,)
                 m = tgt_in.shape[-1]
-                script = self.scripts[rows][..., :m]  # (B, m)
+                script = self.scripts[rows][..., :m].clone()  # (B, m)
+                # a decoder started from another token than the script's <bos> says <eos> at once, as a
+                # model conditioned on a start token it never saw says something else
+                script[tgt_in[..., 0] != self.bos_id] = self.eos_id
                 logits = torch.zeros(*script.shape, self.config.vocab_size, dtype=H_enc.dtype)
                 logits.scatter_(-1, script[..., None], 8.0)
                 return (logits, [None]) if return_attention else logits
@@ -638,9 +642,9 @@ def check_lr_at(lr_at=None, *, points=None, hidden=False):
 
 
 # -- Exercise 10.3 ---------------------------------------------------------------------------------------
-def _np_model(seed, V=11, d=8, h=2, d_ff=12, ne=1, nd=1):
+def _np_model(seed, V=11, d=8, h=2, d_ff=12, ne=1, nd=1, pad_id=PAD):
     m = Seq2Seq(vocab_size=V, d_model=d, n_heads=h, d_ff=d_ff, n_encoder_layers=ne, n_decoder_layers=nd,
-                pad_id=PAD, rng=seed)
+                pad_id=pad_id, rng=seed)
     randomize(m, generator(1040 + seed))
     return m
 
@@ -813,26 +817,36 @@ def check_make_optimizer(make_optimizer=None, *, points=None, hidden=False):
 
 
 # -- Exercise 10.4 ---------------------------------------------------------------------------------------
-def _train_batches(seed, vocab_size):
-    """Two batches (src (3, 5), tgt (3, 4)): targets end in EOS, then pads; sources right-padded."""
+def _train_batches(seed, vocab_size, pad_id=PAD, first=3):
+    """Two batches (src (3, 5), tgt (3, 4)): targets end in EOS, then pads; sources right-padded. Tokens are
+    drawn from `first` up, past every special id."""
     r = generator(seed)
     out = []
     for _ in range(2):
-        src = r.integers(3, vocab_size, size=(3, 5))
-        src[0, 3:] = PAD
-        tgt = r.integers(3, vocab_size, size=(3, 4))
-        tgt[0, 1], tgt[0, 2:] = EOS, PAD
+        src = r.integers(first, vocab_size, size=(3, 5))
+        src[0, 3:] = pad_id
+        tgt = r.integers(first, vocab_size, size=(3, 4))
+        tgt[0, 1], tgt[0, 2:] = EOS, pad_id
         tgt[1, 3] = EOS
-        tgt[2, 2], tgt[2, 3] = EOS, PAD
+        tgt[2, 2], tgt[2, 3] = EOS, pad_id
         out.append((src, tgt))
     return out
 
 
-TRAIN_SETUPS = {  # optimizer, the rates of the two steps, max_norm
-    "sgd": ("SGD", (0.5, 0.3), 1.0),
-    "sgd-unclipped": ("SGD", (0.5, 0.3), 100.0),
-    "adamw": ("AdamW", (0.01, 0.02), 1.0),
+TRAIN_SETUPS = {  # optimizer, the rates of the two steps, max_norm, (pad id of the model, bos id)
+    "sgd": ("SGD", (0.5, 0.3), 1.0, (PAD, BOS)),
+    "sgd-unclipped": ("SGD", (0.5, 0.3), 100.0, (PAD, BOS)),
+    "sgd-other-ids": ("SGD", (0.5, 0.3), 1.0, (3, 4)),
+    "adamw": ("AdamW", (0.01, 0.02), 1.0, (PAD, BOS)),
 }
+
+
+def _setup(seed, setup):
+    """(optimizer kind, rates, max_norm, NumPy model, its two batches, bos id) of one case."""
+    kind, lrs, max_norm, (pad_id, bos_id) = TRAIN_SETUPS[setup]
+    model = _np_model(seed, pad_id=pad_id)
+    first = 3 if (pad_id, bos_id) == (PAD, BOS) else max(pad_id, bos_id) + 1
+    return kind, lrs, max_norm, model, _train_batches(seed, model.config.vocab_size, pad_id, first), bos_id
 MADE_WITH_LR = 7.0  # the optimizer is made with another rate: the step must set its own
 
 
@@ -850,14 +864,13 @@ def reference_two_steps(seed, setup, dtype="float64"):
     in step 1, loss 2, norm 2, change in step 2). Each step's change, not the new values, is compared:
     clipping by hand without torch's 1e-6 guard (max_norm / norm) scales a change by a relative
     1e-6 / norm, within the tolerance, which it would not be for values near 0."""
-    kind, lrs, max_norm = TRAIN_SETUPS[setup]
-    model = _np_model(seed)
+    kind, lrs, max_norm, model, batches, bos_id = _setup(seed, setup)
     params = model.parameters()
     adamw = optim.AdamW(params, lr=MADE_WITH_LR, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.1) if kind == "AdamW" else None
     out = []
-    for (src, tgt), lr in zip(_train_batches(seed, model.config.vocab_size), lrs):
-        logits, cache = training.forward_with_cache(model, src, shift_right(tgt, BOS))
-        loss, dlogits = softmax_cross_entropy(logits, tgt, PAD)
+    for (src, tgt), lr in zip(batches, lrs):
+        logits, cache = training.forward_with_cache(model, src, shift_right(tgt, bos_id))
+        loss, dlogits = softmax_cross_entropy(logits, tgt, model.config.pad_id)
         grads = training.backward(model, dlogits, cache)
         norm = _clip_numpy(grads, max_norm)
         before = np.concatenate([params[n].ravel() for n in sorted(params)])
@@ -875,8 +888,8 @@ def _two_steps(fn):
     def run(seed, setup, dtype="float64"):
         R = references()
         torch = R.torch
-        kind, lrs, max_norm = TRAIN_SETUPS[setup]
-        twin = R.tm.from_numpy(_np_model(seed), dtype=getattr(torch, dtype))
+        kind, lrs, max_norm, model, batches, bos_id = _setup(seed, setup)
+        twin = R.tm.from_numpy(model, dtype=getattr(torch, dtype))
         if kind == "AdamW":
             optimizer = R.make_optimizer(twin, MADE_WITH_LR, 0.1, (0.9, 0.98))
         else:
@@ -884,10 +897,10 @@ def _two_steps(fn):
             optimizer = torch.optim.SGD([{"params": [p for p in params if p.ndim >= 2]},
                                          {"params": [p for p in params if p.ndim < 2]}], lr=MADE_WITH_LR)
         out = []
-        for (src, tgt), lr in zip(_train_batches(seed, twin.config.vocab_size), lrs):
+        for (src, tgt), lr in zip(batches, lrs):
             params = dict(twin.named_parameters())
             before = {k: p.detach().double().clone() for k, p in params.items()}
-            result = fn(twin, optimizer, torch.from_numpy(src), torch.from_numpy(tgt), BOS, lr, max_norm)
+            result = fn(twin, optimizer, torch.from_numpy(src), torch.from_numpy(tgt), bos_id, lr, max_norm)
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise Returned("return two numbers, (loss, grad_norm); your function returned "
                                + (f"{len(result)} items" if isinstance(result, (tuple, list)) else type(result).__name__)
@@ -967,7 +980,8 @@ def _check_runs(c, label, student, cases, catalog, forbidden, select=range(6)):
     return c.part(label, True, cases=cases)
 
 
-TORCH_TRAIN_STEP = Exercise("10.4", "torch_train_step", points=3, reference=Later(lambda: references().train_step))
+TORCH_TRAIN_STEP = Exercise("10.4", "torch_train_step", points=3, reference=Later(lambda: references().train_step),
+                            reads=("bos_id", "lr", "max_norm", "model.config.pad_id"))
 
 
 @TORCH_TRAIN_STEP.checked_by
@@ -985,6 +999,7 @@ def check_torch_train_step(torch_train_step=None, *, points=None, hidden=False):
     sgd = [Case("SGD, batches of 3 (sources of 5, targets of 4, some padded); lr 0.5 then 0.3, max_norm 1 "
                 f"(the optimizer was made with lr {MADE_WITH_LR:g})", (0, "sgd")),
            Case("SGD, max_norm 100: nothing to clip", (0, "sgd-unclipped")),
+           Case("SGD, a model whose pad id is 3 (model.config.pad_id), with <bos> 4", (5, "sgd-other-ids")),
            Case("SGD, two other batches, another model", (1, "sgd"), hidden=True)]
     adamw = [Case("AdamW (weight decay 0.1 on the matrices); lr 0.01 then 0.02, max_norm 1", (2, "adamw")),
              Case("AdamW, another model", (3, "adamw"), hidden=True)]
@@ -994,9 +1009,10 @@ def check_torch_train_step(torch_train_step=None, *, points=None, hidden=False):
     _check_runs(c, "the gradient norm of each step, before clipping", student, sgd, *common, select=(1, 4))
     _check_runs(c, "each step's change of the weights with SGD: fresh gradients, clipped, this step's rate in "
                 "every group", student, sgd, *common, select=(2, 5))
-    _check_runs(c, "two steps with AdamW, as the capstone trains", student, adamw, *common)
+    # the norm is judged in its own part only: a wrong norm does not cost the AdamW and float32 parts too
+    _check_runs(c, "two steps with AdamW, as the capstone trains", student, adamw, *common, select=(0, 2, 3, 5))
     _check_runs(c, "a float32 model", student, [Case("the SGD steps in float32", (4, "sgd", "float32"), float32=True)],
-                *common)
+                *common, select=(0, 2, 3, 5))
     return c.result()
 
 
@@ -1004,7 +1020,8 @@ def check_torch_train_step(torch_train_step=None, *, points=None, hidden=False):
 def exact_match_scenarios(hidden=False):
     """(label, sources, targets, predictions, bos_id, eos_id, max_len, {row: what it shows}) per scenario.
 
-    Predictions are what greedy decoding returns (up to and including <eos>, or max_len tokens)."""
+    Predictions are what the scripted model says at each step; greedy decoding returns them up to and
+    including <eos>, or cut after max_len tokens."""
     E = EOS
     first = ("six predictions against their targets (max_len 7)",
              [[3, 4, 5], [3, 5, 4], [4, 3, 5], [4, 5, 3], [5, 3, 4], [5, 4, 3]],
@@ -1017,7 +1034,7 @@ def exact_match_scenarios(hidden=False):
     cut = ("max_len 3 cuts predictions short",
            [[3, 3], [4, 4], [5, 5]],
            [[3, E], [3, 4, 5, 6, E], [5, 6, 7, E]],
-           [[3, E], [3, 4, 5], [5, 6, 8]],
+           [[3, E], [3, 4, 5, 6, E], [5, 6, 8]],
            BOS, EOS, 3,
            ["right", "cut by max_len: its 3 tokens are the target's first 3 (a prefix)", "the third token is wrong"])
     other_ids = ("other ids: <bos> 9, <eos> 10 (max_len 5)",
@@ -1027,7 +1044,7 @@ def exact_match_scenarios(hidden=False):
                  9, 10, 5,
                  ["right", "right: an empty sequence, just <eos>", "one extra token before <eos>",
                   "one extra token before <eos>"])
-    return [first, cut] + ([other_ids] if hidden else [])
+    return [first, cut, other_ids]
 
 
 def _scenario_model(scenario):
@@ -1095,8 +1112,8 @@ def _observe_rows(fn, index, hidden):
     return ("ok",), "", outcome
 
 
-def _observe_modes(fn, hidden, what):
-    """Parts 3 and 4: the model's mode and autograd while the answer runs it, and the mode it leaves."""
+def _observe_modes(fn, hidden, what="after"):
+    """Part 3: the mode the answer leaves a model in (one in training mode, then one in eval mode)."""
     R = references()
     scenario = exact_match_scenarios(hidden)[0]
     _, _, _, _, bos_id, eos_id, max_len, _ = scenario
@@ -1111,19 +1128,6 @@ def _observe_modes(fn, hidden, what):
         after = {m.training for m in model.modules()}
         results.append((model.seen, after))
     (seen, after_train), (_, after_eval) = results
-    if what == "during":
-        training = any(t for _, t, _ in seen)
-        recording = any(g for _, _, g in seen)
-        summary = ("during", bool(seen), training, recording)
-        if not seen:
-            return summary, "your code never ran the model (call model.greedy_decode, as the docstring says)", outcome
-        if training:
-            return summary, ("given a model in training mode, your code ran it still in training mode "
-                             "(model.training was True when it was called)"), outcome
-        if recording:
-            return summary, ("your code ran the model with autograd recording (torch.is_grad_enabled() was True "
-                             "when it was called)"), outcome
-        return ("ok",), "", outcome
     summary = ("after", tuple(sorted(after_train)), tuple(sorted(after_eval)))
     if after_train != {True}:
         return summary, "a model that was in training mode is left in eval mode (model.training is False afterwards)", outcome
@@ -1147,22 +1151,24 @@ def _per_token_probe(summary):
         "of its tokens up to and including <eos> is right, else 0, and returns the fraction of sequences that score 1."))
 
 
-EXACT_MATCH = Exercise("10.5", "exact_match", points=2, reference=Later(lambda: references().exact_match))
+EXACT_MATCH = Exercise("10.5", "exact_match", points=2, reference=Later(lambda: references().exact_match),
+                       reads=("bos_id", "max_len"))  # eos_id only tells where a target ends, which its pads tell too
 
 
 @EXACT_MATCH.checked_by
 @_one_thread
 def check_exact_match(exact_match=None, *, points=None, hidden=False):
     """Greedy-decode a batch (model.greedy_decode), count the rows whose every token up to and
-    including <eos> is right; model.eval() and torch.no_grad() meanwhile, the mode restored after."""
+    including <eos> is right; the model's mode the same after as before."""
     c = TorchChecker(EXACT_MATCH, points, hidden)
     fn = c.find(exact_match, "exact_match")
     scenarios = exact_match_scenarios(hidden)
-    parts = [(f"which rows count: {scenarios[0][0]}", _observe_rows, [(0, hidden)] + ([(2, hidden)] if hidden else []),
+    # model.greedy_decode runs in eval mode under no_grad and restores the mode itself: nothing is charged
+    # for leaving model.eval() or torch.no_grad() out, only for changing the model's mode
+    parts = [(f"which rows count: {scenarios[0][0]}; {scenarios[2][0]}", _observe_rows, [(0, hidden), (2, hidden)],
               _per_token_probe),
              (f"which rows count: {scenarios[1][0]}", _observe_rows, [(1, hidden)], _per_token_probe),
-             ("model.eval() and torch.no_grad() while evaluating", _observe_modes, [(hidden, "during")]),
-             ("the model's mode restored afterwards (a model in training mode, then one in eval mode)",
+             ("the model's mode unchanged afterwards (a model in training mode, then one in eval mode)",
               _observe_modes, [(hidden, "after")])]
     if fn is not None:
         _check_parts(c, fn, parts, CATALOG["exact_match"])
@@ -1231,8 +1237,7 @@ def decode_cases():
             Case("the model of the first case in float32", ("wild", (236, [4, 2, 5]), 8, "float32"))],
         "dates": [
             Case("the trained capstone model: 4 dates in different formats",
-                 ("dates", ["2 Dec 2026", "Wednesday, 2 December 2026", "1999/03/11", "the 1st of march, 2001"], 11),
-                 hidden=True)],
+                 ("dates", ["2 Dec 2026", "Wednesday, 2 December 2026", "1999/03/11", "the 1st of march, 2001"], 11))],
     }
 
 
@@ -1363,7 +1368,7 @@ def _error_cause(c, case, error):
 
 GREEDY_DECODE_CACHED = Exercise("10.6", "greedy_decode_cached", points=4,
                                 reference=Later(lambda: references().greedy_decode_cached),
-                                reads=("model_name", "max_len"))
+                                reads=("bos_id", "eos_id", "max_len", "model.config.pad_id"))
 
 
 @GREEDY_DECODE_CACHED.checked_by
@@ -1384,8 +1389,7 @@ def check_greedy_decode_cached(greedy_decode_cached=None, *, points=None, hidden
     c.check_cases("<bos> and <pad> are never chosen, whatever their ids", student, _reference_decoded,
                   cases["specials"], **common)
     c.check_cases("a float32 model", student, _reference_decoded, cases["float32"], **common)
-    if hidden:
-        c.check_cases("a trained model", student, _reference_decoded, cases["dates"], **common)
+    c.check_cases("a trained model", student, _reference_decoded, cases["dates"], **common)
     parts = [("the cache is used: one new position per step through every decoder block (3 sources, 2 blocks, "
               "max_len 6)", _observe_cache, [("self",)]),
              ("the encoder and cross-attention's keys and values computed once, before the first step",
@@ -1457,3 +1461,11 @@ def yours_or_ours(number, answer):
             return answer
     print(f"(your {exercise.name} does not pass its test yet, so the course's own stands in for it here)")
     return exercise.reference
+
+
+# The concept checks before and after the lesson (encdec.checks.concepts): Exercise 10.0, and the one
+# numbered after the last exercise above.
+from .concepts import concept_checks  # noqa: E402
+
+CONCEPTS = concept_checks(10, after=[*EXERCISES, *ORDERINGS])
+check_concepts_before, check_concepts_after = (check.checker for check in CONCEPTS)

@@ -52,6 +52,7 @@ import io
 import itertools
 import linecache
 import math
+import re
 import traceback
 import warnings
 from dataclasses import dataclass
@@ -352,6 +353,9 @@ class Swapped(Variant):
         params = {n: p for n, p in probes.params(attempt).items() if self.names is None or n in self.names}
         pairs = [(a, b) for a, b in itertools.combinations(params, 2) if _same_kind(params[a], params[b])]
         for a, b in pairs:
+            if {a, b} in ({"W_q", "W_k"}, {"Q", "K"}):
+                yield f"{a}:{b}", _queries_keys_exchanged(attempt, a, b), Knobs(params={a: params[b], b: params[a]})
+                continue
             yield f"{a}:{b}", (
                 f"`{a}` and `{b}` are swapped: each is used where the other belongs"
                 f"{self._roles(probes, a, b)}. They have the same shape, so nothing fails; only the values "
@@ -375,6 +379,34 @@ class Swapped(Variant):
         if detail_key.startswith("instead:"):
             return Finding(attempt.exercise, "probe:" + detail_key, diagnosis, detail)
         return super().finding(attempt, detail_key, diagnosis, detail)
+
+
+_KEYS_FIRST = re.compile(r"\b[kK]\w*\s*@\s*(?:np\.)?(?:swapaxes|transpose|moveaxis)?\(?\s*[qQ]\w*|"
+                         r"matmul\(\s*[kK]\w*\s*,\s*(?:np\.)?(?:swapaxes|transpose)?\(?\s*[qQ]")
+
+
+def _student_source(student):
+    """The source of the answer (a function, or the class of an object), or "" when it cannot be read."""
+    import inspect
+    for target in (student, type(student)):
+        try:
+            return inspect.getsource(target)
+        except (TypeError, OSError):
+            continue
+    return ""
+
+
+def _queries_keys_exchanged(attempt, a, b):
+    """Exchanging the queries' and the keys' weights gives exactly K Q^T instead of Q K^T, the scores
+    transposed; which of the two the answer wrote is read from its source, else both are named."""
+    why = ("The scores are Q K^T (queries first, from W_q; keys second, from W_k), scaled, then softmax over the keys."
+           if "W_q" in (a, b) else "The scores are Q K^T, queries first and keys second, scaled, then softmax over the keys.")
+    if _KEYS_FIRST.search(_student_source(attempt.student)):
+        return (f"your scores are K Q^T, the transpose of Q K^T: the product is taken with the keys first. {why} "
+                "Write Q @ swapaxes(K, -1, -2).")
+    return (f"your scores come out as K Q^T, the transpose of Q K^T: either `{a}` and `{b}` are exchanged (the "
+            "queries made from the key weights and the keys from the query weights), or the product is taken with "
+            f"the keys first. Both give the same numbers. {why}")
 
 
 class Missing(Variant):

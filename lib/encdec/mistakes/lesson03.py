@@ -221,8 +221,10 @@ def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
 
 
 @mistake("causal_self_attention", "queries_keys_swapped",
-         "the queries are made with W_k and the keys with W_q, so every score is transposed: query i "
-         "meets key j where it should meet key i's query. Q = x @ W_q, K = x @ W_k.")
+         "every score comes out transposed, K Q^T instead of Q K^T: either the queries are made with W_k "
+         "and the keys with W_q, or the product is taken with the keys first (K @ Q^T). Both give the same "
+         "numbers. Q = x @ W_q, K = x @ W_k, and the scores are Q @ K^T: query i meets key j at row i, "
+         "column j.")
 def causal_self_attention(x, W_q, W_k, W_v):  # noqa: F811
     Q, K, V = x @ W_k, x @ W_q, x @ W_v
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]) + create_causal_mask_(x.shape[-2])

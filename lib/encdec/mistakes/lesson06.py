@@ -360,6 +360,18 @@ def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layer
     return V * d + n_encoder_layers * enc + n_dec * dec + 2 * d
 
 
+@mistake("parameter_count", "zero_decoder_layers_as_none",
+         "n_decoder_layers=0 is read as None (as `n_decoder_layers or n_encoder_layers`, or `if not "
+         "n_decoder_layers:`, reads it): 0 means a model with no decoder block, and only None means as many "
+         "decoder blocks as encoder blocks. Test `if n_decoder_layers is None:`.")
+def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
+    n_decoder_layers = n_decoder_layers or n_encoder_layers
+    V, d = vocab_size, d_model
+    enc = 4 * d * d + _ffn(d, d_ff) + 2 * d
+    dec = 8 * d * d + _ffn(d, d_ff) + 3 * d
+    return V * d + n_encoder_layers * enc + n_decoder_layers * dec + 2 * d
+
+
 @mistake("parameter_count", "ignores_n_decoder_layers",
          "n_decoder_layers is ignored: the decoder is always given n_encoder_layers blocks. Use "
          "n_decoder_layers when it is given, and n_encoder_layers only when it is None.")

@@ -283,8 +283,9 @@ def attention_backward(dout, Q, K, V, weights):  # noqa: F811
 
 
 @mistake("attention_backward", "softmax_skipped",
-         "the softmax is skipped in the backward pass (dscores = dweights / sqrt(d_k)). The weights are "
-         "softmax(scores): pass dweights back through the softmax, p * (dweights - sum(dweights * p)).")
+         "the softmax is skipped in the backward pass: the gradient of the weights, dout @ V^T, is scaled by "
+         "1/sqrt(d_k) and used as the gradient of the scores. The weights are softmax(scores): pass the "
+         "weights' gradient g back through the softmax first, p * (g - sum(g * p)) along the key axis.")
 def attention_backward(dout, Q, K, V, weights):  # noqa: F811
     scale = 1.0 / np.sqrt(Q.shape[-1])
     dscores = dout @ _T(V) * scale
@@ -292,8 +293,8 @@ def attention_backward(dout, Q, K, V, weights):  # noqa: F811
 
 
 @mistake("attention_backward", "diagonal_softmax",
-         "the softmax backward uses only the Jacobian's diagonal (p(1 - p) dweights). Use the full "
-         "Jacobian-vector product p * (dweights - sum(dweights * p)) along the key axis.")
+         "the softmax backward uses only the Jacobian's diagonal, p(1 - p) g, where g = dout @ V^T is the "
+         "gradient of the weights. Use the full Jacobian-vector product p * (g - sum(g * p)) along the key axis.")
 def attention_backward(dout, Q, K, V, weights):  # noqa: F811
     scale = 1.0 / np.sqrt(Q.shape[-1])
     dscores = weights * (1.0 - weights) * (dout @ _T(V)) * scale
@@ -462,8 +463,8 @@ def softmax_backward(dout, probs, axis=-1):  # noqa: F811
 
 
 @mistake("attention_backward", "scale_applied_twice",
-         "the 1/sqrt(d_k) factor is applied twice (to dscores, then again in dQ and dK), so dQ and dK are "
-         "divided by d_k. The scores were scaled once in the forward pass: scale their gradient once.")
+         "the 1/sqrt(d_k) factor is applied twice (to the gradient of the scores, then again in dQ and dK), so "
+         "dQ and dK are divided by d_k. The scores were scaled once in the forward pass: scale their gradient once.")
 def attention_backward(dout, Q, K, V, weights):  # noqa: F811
     scale = 1.0 / np.sqrt(Q.shape[-1])
     dV = _T(weights) @ dout
@@ -473,7 +474,7 @@ def attention_backward(dout, Q, K, V, weights):  # noqa: F811
 
 @mistake("attention_backward", "dV_scaled",
          "dV is divided by sqrt(d_k) too. The 1/sqrt(d_k) scales the scores, not the values: dV = weightsᵀ "
-         "dout, unscaled; only dscores carries the factor.")
+         "dout, unscaled; only the gradient of the scores carries the factor.")
 def attention_backward(dout, Q, K, V, weights):  # noqa: F811
     scale = 1.0 / np.sqrt(Q.shape[-1])
     dscores = softmax_backward_(dout @ _T(V), weights) * scale

@@ -23,8 +23,8 @@ def _smoothed(targets, V, label_smoothing):
 
 @mistake("sequence_cross_entropy", "pads_counted",
          "pad positions are trained like real tokens: they add to the loss and to the count. A pad "
-         "is not part of the sentence; keep = targets != pad_id, sum the loss over kept positions "
-         "only and divide by their number.")
+         "is not part of the sentence: with the mask of real positions, targets != pad_id, sum the loss "
+         "over those positions only and divide by their number.")
 def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):
     V = logits.shape[-1]
     q = _smoothed(targets, V, label_smoothing)
@@ -36,7 +36,7 @@ def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):
 @mistake("sequence_cross_entropy", "divides_by_all_positions",
          "pads are left out of the sum but still counted in the mean: the loss is divided by every "
          "position, pads included, so batches with more padding look better than they are. Divide "
-         "by the number of non-pad targets, N = keep.sum().")
+         "by the number of non-pad targets, N = (targets != pad_id).sum().")
 def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):  # noqa: F811
     V = logits.shape[-1]
     keep = np.ones(targets.shape, bool) if pad_id is None else targets != pad_id
@@ -50,7 +50,7 @@ def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):  
 @mistake("sequence_cross_entropy", "gradient_not_masked",
          "the loss ignores the pads but the gradient does not: dlogits is (p_hat - q) / N at the "
          "pad positions too, so backpropagation still trains the model to predict something there. "
-         "Multiply the gradient by the keep mask as well: zero rows at pads.")
+         "Multiply the gradient by the mask of real positions (targets != pad_id) as well: zero rows at pads.")
 def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):  # noqa: F811
     V = logits.shape[-1]
     keep = np.ones(targets.shape, bool) if pad_id is None else targets != pad_id

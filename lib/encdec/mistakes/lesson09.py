@@ -84,6 +84,42 @@ def greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
     return tgt_in[0] if single else tgt_in
 
 
+@mistake("greedy_decode", "pad_not_banned",
+         "the pad id is allowed as an output; only BOS is banned. The pad is never a real next token: set "
+         "the logits of both model.config.pad_id and bos_id to -inf before taking the argmax.")
+def greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _greedy_banning(model, src, bos_id, eos_id, max_len, lambda pad: [bos_id])
+
+
+@mistake("greedy_decode", "bos_not_banned",
+         "BOS is allowed as an output; only the pad id is banned. BOS is only the decoder's first input, never "
+         "a next token: set the logits of both bos_id and model.config.pad_id to -inf before the argmax.")
+def greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _greedy_banning(model, src, bos_id, eos_id, max_len, lambda pad: [pad])
+
+
+def _greedy_banning(model, src, bos_id, eos_id, max_len, banned):
+    """Greedy decoding (no cache) with the ids banned(pad_id) set to -inf at every step."""
+    src = np.asarray(src)
+    single = src.ndim == 1
+    src2 = src[None] if single else src
+    pad = model.config.pad_id
+    H_enc, src_mask = model.encode(src2)
+    tgt_in = np.full((src2.shape[0], 1), bos_id)
+    out = np.zeros((src2.shape[0], 0), dtype=np.int64)
+    done = np.zeros(src2.shape[0], dtype=bool)
+    for _ in range(max_len):
+        logits = np.array(model.decode(tgt_in, H_enc, src_mask)[:, -1], dtype=np.float64)
+        logits[:, banned(pad)] = -np.inf
+        nxt = np.where(done, pad, np.argmax(logits, axis=-1))
+        out = np.concatenate([out, nxt[:, None]], axis=1)
+        done = done | (nxt == eos_id)
+        if done.all():
+            break
+        tgt_in = np.concatenate([tgt_in, nxt[:, None]], axis=1)
+    return out[0] if single else out
+
+
 @mistake("greedy_decode", "special_tokens_not_banned",
          "BOS and pad are allowed as outputs. Neither is ever a real next token: set their logits to "
          "-inf before taking the argmax.")
@@ -512,7 +548,7 @@ def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):  # 
 
 # -- Exercise 9.4 decode_step ------------------------------------------------------------------------------
 def _ffn_residual(model, block, x):
-    return x + block.ffn(rms_norm(x, block.norm3_gamma))
+    return x + block.ffn(rms_norm(x, block.norm3_gamma, block.eps))
 
 
 @mistake("decode_step", "position_always_zero",
@@ -522,10 +558,10 @@ def _ffn_residual(model, block, x):
 def decode_step(model, tokens, cache):
     x = model.embed(np.asarray(tokens)[..., None])
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K, V = cache.append(i, *block.self_attn.project_kv(normed))
         x = x + block.self_attn.attend(normed, K, V)[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask)[0]
         x = _ffn_residual(model, block, x)
     cache.length += 1
@@ -538,10 +574,10 @@ def decode_step(model, tokens, cache):
 def decode_step(model, tokens, cache):  # noqa: F811
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length + 1)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K, V = cache.append(i, *block.self_attn.project_kv(normed))
         x = x + block.self_attn.attend(normed, K, V)[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask)[0]
         x = _ffn_residual(model, block, x)
     cache.length += 1
@@ -555,11 +591,11 @@ def decode_step(model, tokens, cache):  # noqa: F811
 def decode_step(model, tokens, cache):  # noqa: F811
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K_new, V_new = block.self_attn.project_kv(normed)
         cache.append(i, K_new, V_new)
         x = x + block.self_attn.attend(normed, K_new, V_new)[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask)[0]
         x = _ffn_residual(model, block, x)
     cache.length += 1
@@ -572,10 +608,10 @@ def decode_step(model, tokens, cache):  # noqa: F811
 def decode_step(model, tokens, cache):  # noqa: F811
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K, V = cache.append(i, *block.self_attn.project_kv(normed))
         x = x + block.self_attn.attend(normed, K, V)[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask)[0]
         x = _ffn_residual(model, block, x)
     return (rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T)[..., 0, :]
@@ -587,10 +623,10 @@ def decode_step(model, tokens, cache):  # noqa: F811
 def decode_step(model, tokens, cache):  # noqa: F811
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K, V = cache.append(i, *block.self_attn.project_kv(normed))
         x = x + block.self_attn.attend(normed, K, V)[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i])[0]
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i])[0]
         x = _ffn_residual(model, block, x)
     cache.length += 1
     return (rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T)[..., 0, :]
@@ -598,11 +634,11 @@ def decode_step(model, tokens, cache):  # noqa: F811
 
 @mistake("decode_step", "cross_query_not_normalised",
          "the cross-attention query is the raw residual stream x. The block is pre-norm: the query "
-         "is rms_norm(x, block.norm2_gamma), exactly as in the full decoder.")
+         "is rms_norm(x, block.norm2_gamma, block.eps), exactly as in the full decoder.")
 def decode_step(model, tokens, cache):  # noqa: F811
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K, V = cache.append(i, *block.self_attn.project_kv(normed))
         x = x + block.self_attn.attend(normed, K, V)[0]
         x = x + block.cross_attn.attend(x, cache.cross_k[i], cache.cross_v[i], cache.src_mask)[0]
@@ -618,10 +654,10 @@ def decode_step(model, tokens, cache):  # noqa: F811
 def decode_step(model, tokens, cache):  # noqa: F811
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K, V = cache.append(i, *block.self_attn.project_kv(normed))
         x = x + block.self_attn.attend(normed, K, V)[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask)[0]
         x = _ffn_residual(model, block, x)
     cache.length += 1
@@ -634,10 +670,10 @@ def decode_step(model, tokens, cache):  # noqa: F811
 def decode_step(model, tokens, cache):  # noqa: F811
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K, V = cache.append(i, *block.self_attn.project_kv(normed))
         x = x + block.self_attn.attend(normed, K, V)[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask)[0]
         x = _ffn_residual(model, block, x)
     cache.length += 1
@@ -841,13 +877,14 @@ def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):  # 
 
 @mistake("decode_step", "self_attention_not_normalised",
          "self-attention reads the raw residual stream: the block normalises first (pre-norm), "
-         "normed = rms_norm(x, block.norm1_gamma), and computes the new key, value and query from `normed`.")
+         "rms_norm(x, block.norm1_gamma, block.eps), and computes the new key, value and query from that "
+         "normalised x, not from x itself.")
 def decode_step(model, tokens, cache):  # noqa: F811
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
         K, V = cache.append(i, *block.self_attn.project_kv(x))
         x = x + block.self_attn.attend(x, K, V)[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask)[0]
         x = _ffn_residual(model, block, x)
     cache.length += 1
@@ -855,15 +892,15 @@ def decode_step(model, tokens, cache):  # noqa: F811
 
 
 @mistake("decode_step", "ffn_not_normalised",
-         "the feed-forward sublayer reads the raw residual stream: x + ffn(rms_norm(x, block.norm3_gamma)), "
+         "the feed-forward sublayer reads the raw residual stream: x + ffn(rms_norm(x, block.norm3_gamma, block.eps)), "
          "as in the block's own forward pass.")
 def decode_step(model, tokens, cache):  # noqa: F811
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)
     for i, block in enumerate(model.decoder):
-        normed = rms_norm(x, block.norm1_gamma)
+        normed = rms_norm(x, block.norm1_gamma, block.eps)
         K, V = cache.append(i, *block.self_attn.project_kv(normed))
         x = x + block.self_attn.attend(normed, K, V)[0]
-        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma), cache.cross_k[i], cache.cross_v[i],
+        x = x + block.cross_attn.attend(rms_norm(x, block.norm2_gamma, block.eps), cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask)[0]
         x = x + block.ffn(x)
     cache.length += 1

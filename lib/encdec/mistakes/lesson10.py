@@ -294,8 +294,9 @@ def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):
 
 
 @mistake("torch_train_step", "clip_after_step",
-         "the gradients are clipped after optimizer.step(), when the update has already used them: "
-         "clipping then changes nothing. Clip between loss.backward() and optimizer.step().")
+         "the clipping does not reach the update: clip_grad_norm_ runs either before loss.backward() (on "
+         "gradients that are not this step's yet) or after optimizer.step() (when the update has already "
+         "used them). Clip between loss.backward() and optimizer.step().")
 def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
     import torch
     _set_lr(optimizer, lr)
@@ -443,19 +444,6 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
     return ((pred == target) | (pred == pad)).all(dim=1).float().mean().item()
 
 
-@mistake("exact_match", "no_eval",
-         "the model is evaluated in training mode: model.eval() is never called, so dropout (when the "
-         "model has any) keeps dropping activations and the score is noisy and too low. Call "
-         "model.eval() before evaluating (and restore the previous mode afterwards).")
-def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
-    import torch
-    pad = model.config.pad_id
-    with torch.no_grad():
-        pred = model.greedy_decode(src, bos_id, eos_id, max_len)
-    width = max(pred.shape[1], tgt.shape[1])
-    return (_padded(pred, width, pad) == _padded(tgt, width, pad)).all(dim=1).float().mean().item()
-
-
 @mistake("exact_match", "mode_not_restored",
          "the model is left in eval mode after evaluating. Evaluation runs in the middle of training, "
          "and the training steps after it would then run without dropout. Remember model.training "
@@ -481,20 +469,6 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
     with torch.no_grad():
         pred = model.greedy_decode(src, bos_id, eos_id, max_len)
     model.train()
-    width = max(pred.shape[1], tgt.shape[1])
-    return (_padded(pred, width, pad) == _padded(tgt, width, pad)).all(dim=1).float().mean().item()
-
-
-@mistake("exact_match", "no_no_grad",
-         "the model runs with autograd recording: torch.no_grad() is missing. Evaluation trains "
-         "nothing, so there is no reason to build the graph of every operation (it costs memory and "
-         "time); evaluate inside `with torch.no_grad():`.")
-def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
-    pad = model.config.pad_id
-    was_training = model.training
-    model.eval()
-    pred = model.greedy_decode(src, bos_id, eos_id, max_len)
-    model.train(was_training)
     width = max(pred.shape[1], tgt.shape[1])
     return (_padded(pred, width, pad) == _padded(tgt, width, pad)).all(dim=1).float().mean().item()
 
@@ -627,7 +601,7 @@ def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
 @mistake("greedy_decode_cached", "stops_at_first_eos",
          "the whole batch stops as soon as one sequence says <eos>, cutting the others short. A "
          "finished row only gets pads from then on; stop the loop when every row has finished "
-         "(done.all()), or after max_len steps.")
+         "(every row has said <eos>), or after max_len steps.")
 def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
     import torch
     pad, B = model.config.pad_id, src.shape[0]
@@ -646,8 +620,8 @@ def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
 
 @mistake("greedy_decode_cached", "finished_not_padded",
          "a row that has said <eos> keeps generating: the tokens after its <eos> are whatever the model "
-         "says next, not pads. Keep a `done` flag per row and write pad_id for finished rows: "
-         "token = torch.where(done, pad_id, token).")
+         "says next, not pads. Remember per row whether it has finished (a boolean tensor of shape (B,)) "
+         "and write the pad id for finished rows: torch.where(finished, pad_id, token).")
 def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
     import torch
     pad, B = model.config.pad_id, src.shape[0]
