@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import collection, course, due, exchange, feedback_pages, gradebook, pipeline, reports, similarity
+from . import collection, course, due, exchange, feedback_pages, gains, gradebook, pipeline, reports, similarity
 
 
 def run(args, sandbox_mode="on"):
@@ -60,7 +60,8 @@ def run(args, sandbox_mode="on"):
     reports.write_report(rows, maxima, out, report_path, attempts=book.attempts(),
                          copies={k: v for k, v in copies.items() if v})
     reports.write_timings(run_rows, out.work / "timings.json")
-    pages = feedback_pages.write_student_pages(rows, book.attempts(), out.feedback)
+    pages = feedback_pages.write_student_pages(rows, book.attempts(), out.feedback,
+                                               concepts=gains.by_student(rows, maxima, out))
     ran = {(r.assignment, r.student_id) for r in run_rows}
     late = sum(1 for r in rows if r.late and (r.assignment, r.student_id) in ran)
     print(summary(run_rows, late, time.time() - start))

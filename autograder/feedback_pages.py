@@ -12,6 +12,8 @@ import re
 from html import escape
 from pathlib import Path
 
+from . import gains
+
 STYLE = """<style>
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.5; }
 table { border-collapse: collapse; width: 100%; table-layout: auto; }
@@ -116,10 +118,11 @@ def write_failure_page(path, job, row):
     return path
 
 
-def write_student_pages(rows, attempts, feedback):
+def write_student_pages(rows, attempts, feedback, concepts=None):
     """feedback/<student>/index.html for every student with a row: each lesson's score, status,
     attempts and lateness, a link to the lesson's feedback, and the misconceptions the checkers
-    named at the latest attempt. Returns the folder they are in."""
+    named at the latest attempt; with `concepts` ({student: [gains.Gain]}), their concept checks
+    before and after each lesson and the gain. Returns the folder they are in."""
     feedback = Path(feedback)
     latest = {}
     for a in attempts:
@@ -149,6 +152,7 @@ def write_student_pages(rows, attempts, feedback):
         lines.append("</table>")
         if causes:
             lines += ["<h2>What the checkers found at the latest attempt</h2>", "<ul>"] + causes + ["</ul>"]
+        lines += gains.html_lines((concepts or {}).get(student, []))
         page, html = folder / "index.html", _page(f"{student}: every lesson", "\n".join(lines))
         if not page.exists() or page.read_text() != html:  # a page whose rows did not change is left as it was
             page.write_text(html)

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from . import records
+from . import gains, records
 
 
 def _num(x):
@@ -126,6 +126,8 @@ def print_table(rows, maxima, out):
         explained = explained or hidden
     total, maximum = sum(r.score for r in rows), sum(r.max_score for r in rows)
     print(f"\nTotal: {_num(round(total, 2))} / {_num(maximum)} points")
+    for line in gains.table_lines(rows, maxima, out):  # the concept checks before and after each lesson
+        print(line)
     if explained:
         print("Hidden cases: the harder cases that grading adds to the visible tests in your notebook. "
               "A part of a check stops at its first failing case, so the cases after it are not run.")
@@ -200,6 +202,7 @@ def write_report(rows, maxima, out, path, attempts=(), copies=None):
             lines.append(f"| {n} | {lesson} | {title} | `{key}` | {diagnosis.replace('|', '/')} |")
     else:
         lines.append("None: no graded notebook showed a known misconception.")
+    lines += gains.report_lines(rows, maxima, out)
     lines += attempts_section(attempts)
     lines += copies_section(copies or {})
     lines += cautions_section(rows)

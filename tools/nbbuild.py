@@ -36,6 +36,10 @@ released stub says what to write, not only `raise NotImplementedError()`:
     ### END SOLUTION
 
 A data answer cell without that line stops the build.
+
+The concept checks a lesson declares (CONCEPTS, encdec.checks.concepts) have no source: the build
+writes their cells, the check before the lesson right before §N.1 and the check after it right
+before the summary (add_concept_checks).
 """
 
 import importlib
@@ -214,6 +218,8 @@ def build(source_path):
         ids.add(cell.id)
         nb.cells.append(cell)
     for number, graded in declared_exercises.items():
+        if is_concept_check(graded):  # written by add_concept_checks below, not from the source
+            continue
         if number not in tests:
             raise BuildError(f"{name}: {_module_of(name)} declares Exercise {number} ({graded.title}), but there "
                              f"is no `# %% [test] {number}` cell")
@@ -227,8 +233,53 @@ def build(source_path):
             raise BuildError(f"{name}: the answer cell of Exercise {number} ({graded.title}) must show the "
                              f"variable students define above `### BEGIN SOLUTION`, with `...` for the answer, "
                              f"e.g. `{graded.name} = [...]  # your answer: ...`")
+    add_concept_checks(nb, declared_exercises, name)  # keep last: it goes after any generated section
     nbformat.validate(nb)
     return nb
+
+
+# -- the concept checks before and after the lesson (encdec.checks.concepts): cells of the build's own ----------
+def is_concept_check(graded):
+    from encdec.checks.concepts import ConceptCheck
+    return isinstance(graded, ConceptCheck)
+
+
+def add_concept_checks(nb, declared_exercises, name):
+    """Each concept check's cells (its questions, the answer cell, the test cell), written from its
+    declaration: the check before the lesson right before §N.1, the one after it right before the
+    summary, so after anything generated ahead of the summary. A summary that shares its Markdown cell
+    with the text before it gets a cell of its own."""
+    for graded in declared_exercises.values():
+        if not is_concept_check(graded):
+            continue
+        intro = nbformat.v4.new_markdown_cell(graded.markdown())
+        answer = nbformat.v4.new_code_cell(graded.answer_source())
+        test = nbformat.v4.new_code_cell(test_source(graded, [], first=False))
+        intro.id, answer.id, test.id = f"md-{graded.name}", graded.answer_cell, graded.grade_id
+        answer.metadata["nbgrader"] = _nbgrader("solution", graded.answer_cell)
+        test.metadata["nbgrader"] = _nbgrader("test", graded.grade_id, _points(graded.points))
+        at = _first_section(nb, graded, name) if graded.phase == "before" else _summary(nb, name)
+        nb.cells[at:at] = [intro, answer, test]
+
+
+def _first_section(nb, graded, name):
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "markdown" and c.source.startswith(f"## {graded.lesson}.1 "):
+            return i
+    raise BuildError(f"{name}: no section `## {graded.lesson}.1 ...` to put Exercise {graded.number} before")
+
+
+def _summary(nb, name):
+    for i, c in enumerate(nb.cells):
+        found = re.search(r"^## Summary\b", c.source, re.M) if c.cell_type == "markdown" else None
+        if found and found.start() > 0:
+            summary = nbformat.v4.new_markdown_cell(c.source[found.start():])
+            summary.id, c.source = f"{c.id}-summary", c.source[:found.start()].rstrip()
+            nb.cells.insert(i + 1, summary)
+            return i + 1
+        if found:
+            return i
+    raise BuildError(f"{name}: no `## Summary` section to put the concept check after the lesson before")
 
 
 def target_of(source_path):
