@@ -1,44 +1,40 @@
 """Static audit of a submission, done outside the kernel before it runs: what it may not do.
 
 Student code runs in the same Python process as the tests. What it does to the machine is the
-sandbox's business (sandbox.py: the kernel sees the Python environment and the course library
-read-only, its own scratch folder as working directory, /tmp in memory, no network, no other
-process); without the sandbox, integrity.py finds and restores any change to the course's files.
-This audit protects the grading itself, and judges a statement by what it touches, never by the
-function it calls: `setattr`, `eval` or `open(…, "w")` on the student's own objects and files are
-ordinary Python. It follows names through imports and assignments (`import numpy.linalg as la`,
-`m = np`, `getattr(np, "linalg")`, `importlib.import_module("numpy")`, `globals()["np"]`,
-`vars(np)`, `np.__dict__`, a loop over a literal list, …) to what each one is.
+sandbox's business (sandbox.py: the Python environment and the course library read-only, its own
+scratch folder as working directory, /tmp in memory, no network, no other process); without the
+sandbox, integrity.py finds and restores any change to the course's files. This audit protects the
+grading itself and judges a statement by what it touches, never by the function it calls: setattr,
+eval or open(…, "w") on the student's own objects and files are ordinary Python. Names are followed
+through imports, aliases, getattr, globals(), importlib, vars() and loops over literals to what they
+are (audit_values.py).
 
-A finding zeroes the lesson (status `tampered: <cell, line, the code as written>`); the notebook
-never runs. Found are:
-- replacing or deleting an attribute or item of numpy, torch, encdec (the course library and its
-  checkers), builtins or the test machinery (sys, importlib, gc, math, IPython, nbgrader, and the
-  standard modules the checkers use), by assignment, `del`, setattr/delattr, `__setattr__`,
-  `vars(m)[…] =`, `m.__dict__.update(…)`; changes to sys.modules; hooks into IPython's running
-  of cells (input or AST transformers, events, custom exception handlers);
-- reaching into the interpreter: sys.settrace/setprofile and their threading forms (the
-  checkers use the profiler to catch delegation), sys.monitoring, sys.addaudithook,
-  gc.get_objects/get_referrers/get_referents, any use of ctypes, importlib.reload of a course
-  module;
-- escaping how the grader runs and times the kernel: os._exit, os.kill/killpg, os.fork/forkpty,
-  signal handlers and timers;
-- writing where only the course can be (audit_paths.py): a constant absolute path outside /tmp, a
-  relative path that climbs out with `..`, the home folder, a path built from an installed
-  module's `__file__`/`__path__`, `site.getsitepackages()`, `sys.prefix`, … — by open() for
-  writing, os.remove/rename/…, pathlib's write_text/unlink/…, shutil, sqlite3.connect,
-  np.save/savez/savetxt, torch.save, `%%writefile`.
+A finding zeroes the lesson (status `tampered: <cell, line, the code as written>`; the notebook never
+runs). Found are:
+- replacing or deleting an attribute or item of numpy, torch, encdec (the library and its checkers),
+  builtins or the test machinery (sys, importlib, gc, math, IPython, nbgrader, and the standard
+  modules the checkers use), by assignment, del, setattr/delattr, __setattr__, vars(m)[…] =,
+  m.__dict__.update(…); changes to sys.modules;
+- reaching into the interpreter or the machinery that runs the cells: sys.settrace/setprofile (the
+  checkers use the profiler to catch delegation), sys.monitoring, sys.addaudithook, gc's object
+  lists, ctypes, frames, importlib.reload of a course module, IPython's shell beyond running magics
+  (input and AST transformers, events, results not displayed, %config of the shell: IPython reads
+  each test cell's score from what it shows), calls into nbgrader or ipykernel;
+- escaping how the grader runs and times the kernel: os._exit, os.kill, os.fork, signal handlers;
+- writing where only the course can be (audit_paths.py): an absolute path outside /tmp, `..` out of
+  the notebook's folder, the home folder, an installed module's folder, sys.prefix, … by open(),
+  os.remove/rename, pathlib, shutil, sqlite3, np.save, torch.save or %%writefile.
 
-A caution changes no score: the instructor sees it (report.md, the gradebook), the student does
-not. It is a statement whose target is known only at run time — setattr or a store on something
-computed (`getattr(mod, name)`, a module imported by a computed name, `globals()[name]`), exec,
-eval or compile of a string built at run time, a write to a path worked out at run time — which
-the guard in the kernel (encdec.checks.guard) checks as it happens: if anything the checks rely
-on was replaced, every check scores 0 and names it. exec/eval/compile of a constant string are
-audited like a cell. Running another program (subprocess, os.system, `!cmd`, `%%bash`) is a
-caution too, not a zero: a correct answer may call `nvidia-smi` in a GPU lesson; the program
-runs in the kernel's sandbox (no network, read-only course, killed with the job), and without
-the sandbox integrity.py catches what it writes to the course. A bare import is never a finding.
+A caution changes no score: the instructor sees it (report.md, the gradebook), the student does not.
+It is a statement whose target is known only at run time (setattr or a store on something computed,
+a module imported by a computed name, exec/eval/compile of a string built at run time, a write to a
+path worked out at run time), which the guard in the kernel (encdec.checks.guard) checks as it
+happens: if anything the checks rely on was replaced, every check scores 0 and names it. exec, eval
+and compile of a constant string are audited like a cell. Running another program (subprocess,
+os.system, `!cmd`, %%bash) is a caution too: a correct answer may call nvidia-smi in a GPU lesson;
+the program runs in the kernel's sandbox (killed with the job, no network, the course read-only),
+and without the sandbox integrity.py catches what it writes to the course. A bare import is never
+a finding.
 """
 
 import ast
@@ -239,7 +235,7 @@ class _Auditor(Resolver):
             self.chdir(node, self.ev(args[0]))
         elif name in ("IPython.shell.run_line_magic", "IPython.shell.run_cell_magic"):
             self.magic(node, name)
-        self.writes(node, func, receiver, name)
+        self.writes(node, receiver, name)
 
     def visit_Attribute(self, node):
         self.generic_visit(node)
@@ -286,11 +282,12 @@ class _Auditor(Resolver):
             self.report(node, "caution", "runs code built only at run time, which the audit cannot read")
             return
         namespace = (a[1] if len(a) > 1 else kw.get("globals")) if name != "builtins.compile" else None
-        scope = self.scope
+        scope = self.scope if namespace is None or self.ev(namespace).kind != "globals" else self.state.scope
         if isinstance(namespace, ast.Dict):  # its names are what the dict binds
             scope = Scope({k.value: self.ev(v) for k, v in zip(namespace.keys, namespace.values)
                            if isinstance(k, ast.Constant)}, opaque=True)
-        elif namespace is not None and not (isinstance(namespace, ast.Constant) and namespace.value is None):
+        elif namespace is not None and self.ev(namespace).kind != "globals" and \
+                not (isinstance(namespace, ast.Constant) and namespace.value is None):
             scope = Scope(opaque=True)
         self.nested(text, mode or "exec", node, scope)
 
@@ -332,32 +329,9 @@ class _Auditor(Resolver):
                 name.endswith("cell_magic") and magic not in QUIET_MAGICS:
             self.report(node, "caution", f"the magic %{magic}: what it runs is not read by the audit")
 
-    def writes(self, node, func, receiver, name):
+    def writes(self, node, receiver, name):
         """open() for writing, os.remove, shutil, np.save, torch.save, pathlib's write_text…"""
-        a, kw = node.args, {k.arg: k.value for k in node.keywords if k.arg}
-        found = []
-        if name in paths.MODE_ARGS and (a or "file" in kw):
-            i = paths.MODE_ARGS[name]
-            mode = a[i] if len(a) > i else kw.get("mode")
-            found.append((a[0] if a else kw["file"], paths.write_mode(self.ev(mode) if mode is not None else None)))
-        elif name == "os.open" and a:
-            flags = {n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", "") for n in ast.walk(node)}
-            found.append((a[0], True if flags & paths.WRITE_FLAGS else (False if "O_RDONLY" in flags else None)))
-        elif name in paths.WRITE_ARGS:
-            found += [(a[i], True) for i in paths.WRITE_ARGS[name] if i < len(a)]
-            found += [(v, True) for k, v in kw.items() if k in ("dst", "file", "f", "fname", "path", "database",
-                                                              "base_name", "extract_dir")]
-        elif receiver is not None:
-            if func.attr in paths.PATH_WRITES and (receiver.is_path or func.attr in paths.ANY_WRITES):
-                found.append((func.value, True))
-                if func.attr in ("rename", "replace") and a:
-                    found.append((a[0], True))
-            elif func.attr == "open" and receiver.is_path:
-                mode = a[0] if a else kw.get("mode")
-                found.append((func.value, paths.write_mode(self.ev(mode) if mode is not None else None)))
-            elif func.attr == "tofile" and a:
-                found.append((a[0], True))
-        for path, writing in found:
+        for path, writing in paths.written(node, name, receiver, self.ev):
             if writing is not False:
                 self.write(node, self.ev(path), writing, self.text(path))
 

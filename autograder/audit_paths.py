@@ -13,6 +13,7 @@ The audit's values (what an expression is known to be) are defined here, since p
 part of them with the most rules.
 """
 
+import ast
 import importlib.util
 import posixpath
 from functools import lru_cache
@@ -235,3 +236,33 @@ def write_mode(mode):
         found = {write_mode(o) for o in mode.data}
         return True if found == {True} else (False if found == {False} else None)
     return None
+
+
+def written(node, name, receiver, ev):
+    """[(path expression, writes: True, False or None for "cannot tell")] of a call that writes
+    files: open() and its kind by their mode, os.open by its flags, WRITE_ARGS's functions, pathlib's
+    methods on a path (receiver: the Val of the object a method is called on, else None)."""
+    a, kw, found = node.args, {k.arg: k.value for k in node.keywords if k.arg}, []
+    if name in MODE_ARGS and (a or "file" in kw):
+        i = MODE_ARGS[name]
+        mode = a[i] if len(a) > i else kw.get("mode")
+        found.append((a[0] if a else kw["file"], write_mode(ev(mode) if mode is not None else None)))
+    elif name == "os.open" and a:
+        flags = {n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", "") for n in ast.walk(node)}
+        found.append((a[0], True if flags & WRITE_FLAGS else (False if "O_RDONLY" in flags else None)))
+    elif name in WRITE_ARGS:
+        found += [(a[i], True) for i in WRITE_ARGS[name] if i < len(a)]
+        found += [(v, True) for k, v in kw.items() if k in ("dst", "file", "f", "fname", "path", "database",
+                                                          "base_name", "extract_dir")]
+    elif receiver is not None:
+        method = node.func.attr
+        if method in PATH_WRITES and (receiver.is_path or method in ANY_WRITES):
+            found.append((node.func.value, True))
+            if method in ("rename", "replace") and a:
+                found.append((a[0], True))
+        elif method == "open" and receiver.is_path:
+            mode = a[0] if a else kw.get("mode")
+            found.append((node.func.value, write_mode(ev(mode) if mode is not None else None)))
+        elif method == "tofile" and a:
+            found.append((a[0], True))
+    return found

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import collection, integrity, nbgrader_glue, sandbox
+from . import collection, integrity, nbgrader_glue, records, sandbox
 from .audit import audit_notebook
 from .course import matching, source_facts
 
@@ -173,13 +173,30 @@ def grade_job(job, setup):
             return row
         row.status = outcome.result["status"]
         if row.status == "graded":
-            if job.note:
-                row.status = f"graded ({job.note})"
             row.cells = {k: v[0] for k, v in outcome.result["cells"].items()}
+            unbacked = unbacked_cells(root / "autograded" / job.student / job.lesson / f"{job.lesson}.ipynb",
+                                      outcome.result["cells"])
+            notes = [job.note] if job.note else []
+            if unbacked:
+                row.cells.update({k: 0.0 for k in unbacked})
+                notes.append(f"{', '.join(unbacked)} scored 0: points without their checker's result")
+                row.cautions.append(f"{', '.join(unbacked)}: nbgrader gave points that no checker's record backs "
+                                    "(the notebook changed how cells run or show results); scored 0")
+            row.status = "graded" + (f" ({'; '.join(notes)})" if notes else "")
             _copy_out(root, job, setup.out)
         return row
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def unbacked_cells(graded_notebook, cells):
+    """Test cells to which nbgrader gave points that their checker's record does not back. Every
+    checker leaves a record of its score in its cell; nbgrader reads the cell's displayed result (full
+    points when there is none). Points without an agreeing record mean the cell did not run as the
+    course wrote it: the notebook hooked into how IPython runs cells or shows their results."""
+    found = records.graded_test_cells(graded_notebook)
+    return sorted(k for k, (score, maximum) in cells.items()
+                  if (score or 0) > 0 and not records.agrees(records.cell_record(found.get(k, {})), score, maximum))
 
 
 def _grade_safely(job, setup):

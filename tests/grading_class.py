@@ -2,8 +2,10 @@
 
 Honest students (the solutions, the untouched release, one mistake, a different catalog mistake
 in every exercise), mutants (three wrong implementations of every exercise, one correct
-alternative) and adversaries (tampering, endless loops, crashing kernels, broken files) sit in
-the same class, so the tests can also show that honest students' grades are unaffected.
+alternative), students whose correct answers use idioms that only look like tampering (setattr on
+their own objects, files in their own folder, eval of a constant…: tests/variants/idioms.py) and
+adversaries (tampering, endless loops, crashing kernels, broken files) sit in the same class, so
+the tests can also show that honest students' grades are unaffected.
 """
 
 import contextlib
@@ -18,7 +20,8 @@ import nbformat
 
 from encdec.mistakes import CATALOG
 from nbtools import (autograde, cell, checks_module, course_copy, graded_cells, inject, lessons, release,
-                     solution, write_submission)
+                     set_answer, solution, write_submission)
+from variants import idioms
 
 LESSONS = lessons()
 FIRST = LESSONS[0]
@@ -115,6 +118,9 @@ def adversaries(expected_wrong):
     def prepend(code):
         return lambda c, nb: setattr(c, "source", code + "\n" + c.source)
 
+    checks = checks_module(FIRST).__name__.rsplit(".", 1)[1]
+    zero = {"cells": {k: 0.0 for k in full}}
+
     cases = [
         ("assert-true", edit(base, first_test, set_source("assert True")), {"cells": wrong}),
         ("deleted-test", edit(base, first_test, delete), {"cells": wrong}),
@@ -148,26 +154,86 @@ def adversaries(expected_wrong):
             "import encdec.checks.lesson01 as L\nL.check_softmax = lambda **k: 3.0")), {"status": "tampered"}),
         ("edits-reference", edit(base, first_answer, append(
             f"import encdec\nencdec.attention.{first_answer} = {first_answer}")), {"status": "tampered"}),
+        ("patches-by-vars", edit(base, first_answer, append(
+            "vars(np)['isclose'] = lambda a, b, **k: np.ones(np.broadcast(a, b).shape, bool)")), {"status": "tampered"}),
+        # the same with targets the audit cannot know before the notebook runs: a caution for the
+        # instructor, and the guard in the kernel zeroes every check
         ("patches-at-runtime", edit(base, first_answer, append(
-            "vars(np)['isclose'] = lambda a, b, **k: np.ones(np.broadcast(a, b).shape, bool)")),
-         {"cells": {k: 0.0 for k in full}}),
+            "import importlib\ndef _which():\n    return ''.join(['num', 'py'])\n"
+            "setattr(importlib.import_module(_which()), 'isclose', lambda a, b, **k: np.ones(np.broadcast(a, b).shape, bool))")),
+         zero),
+        ("exec-hidden", edit(base, first_answer, append(
+            "def _source():\n    return ''.join(['np.isclose = lambda a, b, **k: ', 'np.ones(np.broadcast(a, b).shape, bool)'])\n"
+            "exec(compile(_source(), '<hidden>', 'exec'))")), zero),
+        # the target reached another way: the audit follows it
+        ("setattr-import", edit(base, first_answer, append(
+            "setattr(__import__('numpy'), 'isclose', lambda a, b, **k: np.ones(np.broadcast(a, b).shape, bool))")),
+         {"status": "tampered"}),
+        ("globals-alias", edit(base, first_answer, append(
+            "g = globals()\ng['np'].allclose = lambda *a, **k: True")), {"status": "tampered"}),
+        ("getattr-chain", edit(base, first_answer, append(
+            f"import encdec\ngetattr(getattr(encdec, 'checks'), '{checks}').check_softmax = lambda **k: 3.0")),
+         {"status": "tampered"}),
+        # IPython runs the test cells and reads their scores from what they display: a notebook that
+        # empties them or hides their results is found by the audit, or, hidden from it, by the
+        # checkers' records, which no longer back the points nbgrader gave
+        ("ipython-hook", edit(base, first_answer, append(
+            "def _hook(ip):\n    ip.input_transformers_post.append(lambda lines: [])\n_hook(get_ipython())")),
+         {"status": "tampered"}),
+        ("results-hidden", edit(base, first_answer, append(
+            "import builtins\ndef _name():\n    return 'get_' + 'ipython'\n"
+            "vars(builtins)[_name()]().ast_node_interactivity = 'none'")),
+         {"cells": {k: v if v == full[k] else 0.0 for k, v in wrong.items()}, "status": "graded ("}),
         # in the sandbox the library is read-only and the gradebook out of sight: the write fails,
         # and the notebook is graded as if it had not tried; without it, the third line of defence
-        # (integrity.py) or the gradebook's damage stops it
+        # (integrity.py) or the gradebook's damage stops it. The mode is worked out at run time, so
+        # the audit only cautions: a constant one is a finding (writes-outside)
         ("writes-library", edit(sol, first_answer, append(
-            "import encdec, os\nmode = 'a'\n"
-            "open(os.path.join(os.path.dirname(encdec.__file__), 'attention.py'), mode).write('\\nraise SystemExit\\n')")),
+            "import encdec, os\ndef _mode():\n    return 'a'\n"
+            "open(os.path.join(os.path.dirname(encdec.__file__), 'attention.py'), _mode()).write('\\nraise SystemExit\\n')")),
          {"cells": full} if SANDBOXED else {"status": "tampered: the notebook changed files outside its own folder"}),
         ("writes-gradebook", edit(sol, first_answer, append(
-            "mode = 'w'\nopen('../../../gradebook.db', mode).write('gone')")),
+            "def _mode():\n    return 'w'\nopen('../../../gradebook.db', _mode()).write('gone')")),
          {"cells": full} if SANDBOXED else {"status": "failed"}),
+        ("writes-outside", edit(sol, first_answer, append("open('../../../gradebook.db', 'w').write('gone')")),
+         {"status": "tampered"}),
+        # files in its own folder are its own business
+        ("writes-own-folder", edit(sol, first_answer, append(
+            "import tempfile\nopen('notes.txt', 'w').write('mine')\nnp.save('x.npy', np.arange(3))\n"
+            "np.save(tempfile.mkdtemp() + '/y.npy', np.load('x.npy'))")), {"cells": full}),
     ]
     return cases
 
 
+def idiom_students():
+    """(student, lesson, notebook, expected): correct answers written with idioms that only look like
+    tampering (full marks), a correct 10.6 whose cache sets its attributes with setattr (full marks),
+    and a wrong 10.1 that uses setattr (graded, its slip costs what the checker says)."""
+    found = []
+    for lesson in LESSONS:
+        chosen = idioms.for_lesson(lesson)
+        if chosen:
+            nb = solution(lesson)
+            for idiom in chosen:
+                nb = set_answer(nb, idiom.cell, idiom.source)
+            found.append(("idioms", lesson, nb, {"cells": full_marks(solution(lesson))}))
+        if lesson.startswith(idioms.SETATTR_CACHE.lesson):
+            nb = set_answer(solution(lesson), idioms.SETATTR_CACHE.cell, idioms.SETATTR_CACHE.source)
+            found.append(("setattr-cache", lesson, nb, {"cells": full_marks(nb)}))
+            slip = idioms.SETATTR_SLIP
+            nb = set_answer(solution(lesson), slip.cell, slip.source)
+            ex = next(e for e in checks_module(lesson).EXERCISES if e.answer_cell == slip.cell)
+            namespace = {"np": importlib.import_module("numpy"), "torch": importlib.import_module("torch")}
+            exec(slip.source, namespace)
+            found.append(("setattr-slip", lesson, nb,
+                          {"cells": {**full_marks(nb), grade_id_of(nb, ex): unit_score(ex, namespace[ex.name])}}))
+    return found
+
+
 # -- students who attack the machine (the sandbox's tests, tests/test_sandbox.py) ------------------------
-# Each hides its attack from the static audit (no subprocess, no signal, no literal write mode) and
-# keeps to a bounded size, so that a run with SANDBOX=off shows the tests failing without harm.
+# Each hides its attack from the static audit (functions and write modes named only at run time: a
+# caution for the instructor, not a zero) and keeps to a bounded size, so that a run with SANDBOX=off
+# shows the tests failing without harm.
 SECRET = "SECRET-" + uuid.uuid4().hex[:12]  # in the victim's notebook; nobody else may read it
 TOKEN = uuid.uuid4().hex[:12]  # names what the attackers leave behind
 
@@ -181,7 +247,9 @@ def _hostile(code):
 
 SURVIVOR = f"""
 import os as _os, sys as _sys
-if _os.fork() == 0:  # a process of its own session, with a name the grader does not know
+def _named(*parts):
+    return getattr(_os, "".join(parts))
+if _named("fo", "rk")() == 0:  # a process of its own session, with a name the grader does not know
     _os.setsid()
     _os.execv(_sys.executable, [_sys.executable, "-c", "import time; time.sleep(3600)", "survivor-{TOKEN}"])
 """
@@ -218,7 +286,7 @@ print(f"READ others={{_others}} hidden={{_hidden}} gradebooks={{_books}} graders
 
 WRITER = f"""
 import os as _os, encdec as _e
-_mode = "w"
+_mode = chr(119)  # "w"
 _wrote = []
 for _target in ["../../../../../../escaped-{TOKEN}", "/tmp/escaped-{TOKEN}", _os.path.expanduser("~/escaped-{TOKEN}"),
                 "/root/escaped-{TOKEN}", _os.path.join(_os.path.dirname(_os.__file__), "escaped-{TOKEN}"),
@@ -247,12 +315,14 @@ except OSError as _e:
 
 FORK_BOMB = """
 import os as _os, time as _time
+def _named(*parts):
+    return getattr(_os, "".join(parts))
 _children = 0
 try:
     for _ in range(600):  # bounded: a run without the sandbox must survive it
-        if _os.fork() == 0:
+        if _named("fo", "rk")() == 0:
             _time.sleep(20)
-            getattr(_os, "_ex" + "it")(0)
+            _named("_ex", "it")(0)
         _children += 1
 except OSError as _e:
     print("fork failed after", _children, _e)
@@ -356,6 +426,9 @@ def build_and_grade(tmp_path_factory):
     for student, nb, exp in machine_attackers(server):
         write_submission(submitted, student, FIRST, nb)
         expected[(student, FIRST)] = exp
+    for student, lesson, nb, exp in idiom_students():
+        write_submission(submitted, student, lesson, nb)
+        expected[(student, lesson)] = exp
     # a misnamed notebook is graded (and the row says so); a student with a lesson missing gets a row
     path = write_submission(submitted, "wrong-name", FIRST, solution(FIRST))
     path.rename(path.with_name("my_attention.ipynb"))

@@ -143,6 +143,7 @@ FLAGGED = {
     "exec of compile of a constant": ("exec(compile('np.isclose = 1', '<x>', 'exec'))", "replaces", "numpy.isclose"),
     "eval of a constant": ("eval(\"setattr(np, 'isclose', 1)\")", "replaces", "numpy.isclose"),
     "exec with a namespace": ("exec('m.isclose = 1', {'m': np})", "replaces", "numpy.isclose"),
+    "exec in the notebook's globals()": ("exec('np.isclose = 1', globals())", "replaces", "numpy.isclose"),
     "inside %%capture": ("%%capture out\nnp.isclose = print", "replaces", "numpy.isclose"),
     "after a shell escape": ("files = !ls\nnp.isclose = print", "replaces", "numpy.isclose"),
     # the interpreter and the machinery that runs the tests
