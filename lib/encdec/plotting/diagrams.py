@@ -240,14 +240,15 @@ def course_map(lesson=None):
     # the encoder stack
     c.frame(1.6, 2.75, 6.8, 7.35, "source", key="enc_block", label="encoder block (EncoderBlock)")
     c.chip(6.35, 7.0, "× N_enc", "CONFIG", key="enc_block")
-    c.arrow((ex, 2.31), (ex, 3.35), "(B, n, d_model)", key="embed_src", label_pos=0.3)
+    # pre-norm: each sublayer reads RMSNorm(x), so each gain sits on the arrow *entering* its sublayer
+    c.arrow((ex, 2.31), (ex, 3.35), "(B, n, d_model)", key="embed_src", label_pos=0.2)
+    c.chip(ex, 3.07, "RMSNorm · norm1_gamma", "LEARNED", key="enc_block", code=("norm1_gamma",), fontsize=6.5)
     c.box(ex, 3.85, 4.0, 0.9, "self_attn: multi-head self-attention\nbidirectional, padding mask", "source",
           key="enc_self", code=("self_attn",))
-    c.chip(ex, 4.62, "norm1_gamma", "LEARNED", key="enc_block", code=("norm1_gamma",), fontsize=7)
     c.arrow((ex, 4.3), (ex, 5.45), key="enc_block")
+    c.chip(ex, 4.88, "RMSNorm · norm2_gamma", "LEARNED", key="enc_block", code=("norm2_gamma",), fontsize=6.5)
     c.box(ex, 5.85, 4.0, 0.8, "ffn: feed-forward, GELU\neach position alone", "source", key="enc_ffn", code=("ffn",))
-    c.chip(ex, 6.62, "norm2_gamma", "LEARNED", key="enc_block", code=("norm2_gamma",), fontsize=7)
-    c.text(4.75, 3.05, "each sublayer:\nx + F(RMSNorm(x))", key="enc_block", fontsize=6.5, style="italic", va="center")
+    c.text(1.85, 6.62, "each sublayer:\nx + F(RMSNorm(x))", key="enc_block", fontsize=6.5, style="italic", va="center")
     c.chip(2.0, 4.9, "src_mask rule:\nhide pads (here and\nin cross-attention)", "CONFIG", key="src_mask", fontsize=6)
     c.arrow((ex, 6.25), (ex, 7.85), key="enc_block")
     c.box(ex, 8.2, 3.4, 0.72, "final RMSNorm\nencoder_norm_gamma", "source", key="enc_final", code=("encoder_norm_gamma",),
@@ -261,27 +262,33 @@ def course_map(lesson=None):
     # the decoder stack
     c.frame(8.5, 2.75, 13.6, 9.15, "target", key="dec_block", label="decoder block (DecoderBlock)")
     c.chip(13.1, 8.8, "× N_dec", "CONFIG", key="dec_block")
-    c.arrow((dx, 2.31), (dx, 3.35), "(B, m, d_model)", key="embed_tgt", label_pos=0.3)
+    c.arrow((dx, 2.31), (dx, 3.35), "(B, m, d_model)", key="embed_tgt", label_pos=0.2)
+    c.chip(dx, 3.07, "RMSNorm · norm1_gamma", "LEARNED", key="dec_block", code=("norm1_gamma",), fontsize=6.5)
     c.box(dx, 3.85, 4.0, 0.9, "self_attn: masked self-attention\ncausal + target padding", "target",
           key="dec_self", code=("self_attn",))
-    c.chip(dx, 4.62, "norm1_gamma", "LEARNED", key="dec_block", code=("norm1_gamma",), fontsize=7)
-    c.chip(14.85, 3.85, "tgt mask\nrule: hide\nthe future", "CONFIG", key="tgt_mask", fontsize=6.5)
+    c.chip(14.85, 3.85, "tgt mask rule:\nhide the future\nand the pads", "CONFIG", key="tgt_mask", fontsize=6.5)
     c.arrow((dx, 4.3), (dx, 5.4), key="dec_block")
-    c.box(dx, 5.85, 4.0, 0.9, "cross_attn: cross-attention\nQ from here, K and V from H_enc", "cross",
-          key="cross", code=("cross_attn",))
-    c.chip(dx, 6.62, "norm2_gamma", "LEARNED", key="dec_block", code=("norm2_gamma",), fontsize=7)
+    c.chip(dx, 4.85, "RMSNorm · norm2_gamma", "LEARNED", key="dec_block", code=("norm2_gamma",), fontsize=6.5)
+    c.box(dx, 5.85, 4.0, 0.9, "cross_attn: cross-attention\nQ from RMSNorm(x),\nK and V from H_enc", "cross",
+          key="cross", code=("cross_attn",), fontsize=8)
     c.arrow((dx, 6.3), (dx, 7.25), key="dec_block")
+    c.chip(dx, 6.78, "RMSNorm · norm3_gamma", "LEARNED", key="dec_block", code=("norm3_gamma",), fontsize=6.5)
     c.box(dx, 7.65, 4.0, 0.8, "ffn: feed-forward, GELU", "target", key="dec_ffn", code=("ffn",))
-    c.chip(dx, 8.42, "norm3_gamma", "LEARNED", key="dec_block", code=("norm3_gamma",), fontsize=7)
+    c.text(8.75, 8.45, "each sublayer:\nx + F(RMSNorm(x))", key="dec_block", fontsize=6.5, style="italic", va="center")
     c.arrow((dx, 8.05), (dx, 9.6), key="dec_block")
-    c.box(dx, 9.9, 3.4, 0.62, "final RMSNorm · decoder_norm_gamma", "target", key="dec_final",
-          code=("decoder_norm_gamma",), fontsize=7.5)
+    c.box(dx, 9.9, 4.0, 0.62, "final RMSNorm · decoder_norm_gamma", "target", key="dec_final",
+          code=("decoder_norm_gamma",), fontsize=7)
 
     # the head, and what the logits are for
     c.arrow((dx, 10.2), (dx, 10.55), key="head")
     c.box(dx, 10.85, 3.6, 0.6, "tied head: logits = h Eᵀ", "target", key="head")
-    c.line([(7.6, 2.45), (7.6, 10.85), (dx - 1.8, 10.85)], key="embedding", dashed=True)
-    c.text(7.75, 10.55, "the same E", key="embedding", fontsize=6.5, style="italic")
+    if "backward" in c.highlight:  # the head's share of dE flows back to E: the arrow points at E
+        c.line([(dx - 1.8, 10.85), (7.6, 10.85), (7.6, 2.45)], key="embedding", dashed=True)
+        c.text(7.75, 10.55, "the same E: the head's\nshare of dE flows back", key="embedding", fontsize=6,
+               style="italic", va="top")
+    else:
+        c.line([(7.6, 2.45), (7.6, 10.85), (dx - 1.8, 10.85)], key="embedding", dashed=True)
+        c.text(7.75, 10.55, "the same E", key="embedding", fontsize=6.5, style="italic")
     c.arrow((dx - 0.9, 11.15), (dx - 2.2, 11.95), "logits (B, m, V)", key="loss", label_side="left",
             label_pos=0.35)
     c.arrow((dx + 0.9, 11.15), (dx + 2.0, 11.95), key="decode")
@@ -299,9 +306,9 @@ def course_map(lesson=None):
         for x0, y0, x1, y1 in back:
             c.arrow((x0, y0), (x1, y1), key="backward", lw=1.0)
         c.line([(8.7, 5.55), (7.75, 5.55), (7.75, 7.95), (ex + 1.75, 7.95)], key="backward", lw=1.0)
-        c.text(0.5, 12.0, "gradients flow back along\nevery arrow: head, decoder,\nH_enc, encoder, down to E;\n"
+        c.text(0.5, 12.3, "gradients flow back along\nevery arrow: head, decoder,\nH_enc, encoder, down to E;\n"
                "every [LEARNED] array gets one", key="backward", fontsize=6.5, style="italic", va="top")
-    c.chip(2.9, 10.9, "optimizer: Adam\nschedule, lr", "CONFIG", key="optimizer", fontsize=6.5)
+    c.chip(2.9, 10.9, "optimizer: Adam (L8),\nAdamW (L10); lr schedule", "CONFIG", key="optimizer", fontsize=6.5)
     c.chip(2.9, 9.75, "NumPy, or PyTorch\non a GPU", "CONFIG", key="device", fontsize=6.5)
     c.chip(14.4, 10.85, "dropout rate\n(training only)", "CONFIG", key="dropout", fontsize=6.5)
     c.legend(y=0.3)
@@ -320,8 +327,9 @@ def _sublayer(c, y, norm, box_text, role, params, stream_x=2.2, key=None, code=(
     """One pre-norm sublayer drawn off the residual stream at height y: norm, sublayer, add back.
     Returns the y of its residual add."""
     bx = stream_x + 4.2
-    c.arrow((stream_x, y), (bx - 1.55, y), key=key)
-    c.box(bx, y, 3.1, 0.55, f"RMSNorm · {norm}", "neutral", key=key, code=(norm,), fontsize=7.5)
+    c.arrow((stream_x, y), (bx - 0.8, y), key=key)
+    c.box(bx, y, 1.6, 0.55, "RMSNorm", "neutral", key=key, fontsize=7.5)
+    c.chip(bx + 1.05, y, f"gain {norm}", "LEARNED", key=key, code=(norm,), fontsize=7, ha="left")
     c.arrow((bx, y + 0.28), (bx, y + 0.72), key=key)
     c.box(bx, y + 1.2, box_w, 0.95, box_text, role, key=key, code=code, fontsize=8.5)
     if params:
@@ -350,7 +358,7 @@ def decoder_block():
     c.chip(10.9, 2.9, "rule: causal\n+ target padding", "CONFIG", fontsize=6.8, ha="left")
     c.arrow((10.85, 2.9), (8.75, 2.9), "self_attn_mask\n(B, 1, m, m)", label_side="above", fontsize=6.5,
             label_pos=0.5, code=("self_attn_mask",))
-    y2 = _sublayer(c, y1 + 0.45, "norm2_gamma", "cross_attn: cross-attention\nQ from x, K and V from H_enc",
+    y2 = _sublayer(c, y1 + 0.45, "norm2_gamma", "cross_attn: cross-attention\nQ from RMSNorm(x), K and V from H_enc",
                    "cross", "W_q W_k W_v W_o", code=("cross_attn",))
     c.arrow((14.6, y1 + 1.65), (8.7, y1 + 1.65), "H_enc (B, n, d_model) from the encoder", role="cross",
             label_side="above", label_pos=0.45, fontsize=7)
@@ -391,7 +399,7 @@ def decoder_only_vs_encoder_decoder():
     gx = 2.8
     c.text(gx, 8.5, "decoder-only (GPT, Llama)", ha="center", fontsize=9, weight="bold", color=COLORS["target"])
     c.text(gx, 0.95, "prompt + output so far:\none causal stream (B, T)", ha="center", va="center", fontsize=7.5)
-    c.box(gx, 1.95, 3.6, 0.55, "embed + positions", "target", fontsize=8)
+    c.box(gx, 1.95, 3.6, 0.55, "embed (+ positions in GPT-2)", "target", fontsize=7.5)
     top, _ = _stack(c, gx, 2.7, [("masked self-attention (causal)", "target", None),
                                  ("feed-forward", "target", None)], "block × N", "target")
     c.arrow((gx, 2.23), (gx, 3.07))
@@ -401,6 +409,9 @@ def decoder_only_vs_encoder_decoder():
     ex, dx = 8.3, 14.6
     c.text((ex + dx) / 2, 8.5, "encoder–decoder (this course; T5, BART)", ha="center", fontsize=9, weight="bold",
            color=COLORS["cross"])
+    c.text(8.8, 8.0, "Positions differ between models: this course adds sinusoids to the embedding, GPT-2 and BART "
+           "add learned ones;\nT5 adds relative position biases to the attention scores, and Llama rotates the "
+           "queries and keys inside attention (RoPE).", ha="center", va="center", fontsize=7, style="italic")
     c.text(ex, 0.95, "source (B, n),\nread all at once", ha="center", va="center", fontsize=7.5)
     c.text(dx, 0.95, "target so far (B, m)", ha="center", va="center", fontsize=7.5)
     c.box(ex, 1.95, 3.6, 0.55, "embed + positions", "source", fontsize=8)
@@ -422,7 +433,8 @@ def decoder_only_vs_encoder_decoder():
     c.legend(y=0.3, items=("STATE",))
     return c.finish(
         "Left: a decoder-only model reads the prompt and its own output as one causal stream; each block has "
-        "two sublayers, causal self-attention and feed-forward. Right: an encoder-decoder reads the source "
+        "two sublayers, causal self-attention and feed-forward; GPT-2 adds learned positions to the embedding, "
+        "Llama rotates the queries and keys inside attention instead. Right: an encoder-decoder reads the source "
         "bidirectionally in the encoder, and each decoder block has three sublayers: causal self-attention, "
         "cross-attention reading the encoder output H_enc (in red, the only difference), and feed-forward.")
 
@@ -571,12 +583,17 @@ def cross_attention_flow(m=4, n=6, n_pads=2):
     cell = 0.36
     tgt, src, cross = (_tint(COLORS[r], a) for r, a in (("target", 0.45), ("source", 0.55), ("cross", 0.55)))
     c = Canvas(17.0, 9.6, scale=0.55)
-    c._code(("cross_attn", "W_q", "W_k", "W_v", "W_o", "padding_mask"))
+    c._code(("cross_attn", "W_q", "W_k", "W_v", "W_o", "padding_mask", "norm2_gamma"))
     c.text(8.5, 9.25, f"Cross-attention: m = {m} target positions ask, n = {n} source positions answer",
            ha="center", va="center", fontsize=10.5, weight="bold")
-    # the decoder side
-    _grid(c, 1.0, 8.3, m, 5, [[tgt] * 5] * m, cell, label="decoder states x (m, d_model)")
+    # the decoder side: the block's states, normalised first (pre-norm), then projected
+    _grid(c, 1.0, 8.3, m, 5, [[tgt] * 5] * m, cell, label="RMSNorm(x) (m, d_model)")
     c.arrow((2.9, 7.6), (3.45, 7.6), "@ W_q", label_side="above", fontsize=7.5, role="target")
+    c.box(1.9, 6.3, 1.5, 0.5, "RMSNorm", "neutral", fontsize=7.5)
+    c.chip(2.85, 6.3, "gain norm2_gamma", "LEARNED", fontsize=7, ha="left")
+    c.arrow((1.9, 6.55), (1.9, 6.82), role="target")
+    c.text(1.9, 5.5, "decoder states x (m, d_model)", ha="center", va="center", fontsize=7.5)
+    c.arrow((1.9, 5.68), (1.9, 6.05), role="target")
     _grid(c, 3.6, 8.3, m, 3, [[tgt] * 3] * m, cell, label="Q (m, d_k)")
     # the encoder side, computed once
     _grid(c, 14.2, 8.3, n, 5, [[src] * 5] * n, cell, label="H_enc (n, d_model)")
@@ -598,8 +615,8 @@ def cross_attention_flow(m=4, n=6, n_pads=2):
            fontsize=7.5, weight="bold", color=COLORS["cross"])
     c.text(sx + n * cell + 0.2, sy - m * cell / 2, "each row sums\nto 1 over\nthe source", va="center",
            fontsize=7, color="#333333")
-    c.text(sx - 0.2, sy - m * cell / 2, "rectangular: m ≠ n.\nHatched: source pads,\nhidden by padding_mask,\n"
-           "one row for all m queries", ha="right", va="center", fontsize=7, color="#555555")
+    c.text(sx - 0.2, sy - m * cell - 0.45, "rectangular: m and n may differ.\nHatched: source pads,\n"
+           "hidden by padding_mask,\none row for all m queries", ha="right", va="top", fontsize=7, color="#555555")
     c.arrow((4.2, 6.75), (sx + 0.3, sy + 0.08), role="target")
     c.arrow((11.05, 7.2), (sx + n * cell - 0.2, sy + 0.08), "Kᵀ", role="source", label_side="above",
             fontsize=7.5, label_pos=0.55)
@@ -620,7 +637,7 @@ def cross_attention_flow(m=4, n=6, n_pads=2):
     c.legend(y=0.3)
     return c.finish(
         f"Cross-attention with m = {m} target positions and n = {n} source positions. Queries come from the "
-        f"decoder states through W_q; keys and values come from the encoder output H_enc through W_k and W_v, "
+        f"decoder states, normalised by RMSNorm with the gain norm2_gamma, through W_q; keys and values come from the encoder output H_enc through W_k and W_v, "
         f"computed once per source sentence. The weights form a rectangular m by n matrix; the last {n_pads} "
         f"source columns are padding, hidden by the source padding mask, and every row sums to 1 over the "
         f"source. The weighted values are merged and projected by W_o and added to the decoder's stream.")
@@ -680,46 +697,72 @@ def pre_norm_vs_post_norm():
 # -- one training step (Lesson 8) -------------------------------------------------------------------------
 def training_step():
     """One teacher-forced training step as a loop: batch, forward, loss, backward, clip, Adam, update."""
-    c = Canvas(17.0, 8.0, scale=0.55)
+    c = Canvas(19.6, 8.4, scale=0.52)
     c._code(("shift_right", "forward_with_cache", "softmax_cross_entropy", "backward", "clip_grad_norm", "Adam",
              "warmup_schedule", "train_step"))
-    c.text(8.5, 7.65, "One training step (train_step): every target position trained in one pass",
+    c.text(9.8, 8.05, "One training step (train_step): every target position trained in one pass",
            ha="center", va="center", fontsize=10.5, weight="bold")
     top, bottom = 5.7, 2.7
-    c.box(1.9, top, 3.0, 1.0, "batch\nsrc (B, n)\ntargets (B, m)", "neutral", fontsize=8)
-    c.box(5.6, top, 3.4, 1.0, "shift_right\ntgt_in = <bos>, targets[:, :-1]\n(teacher forcing)", "target", fontsize=7.5)
-    c.box(9.6, top, 3.6, 1.0, "forward_with_cache\nlogits (B, m, V) and\nthe activations backward needs",
-          "target", fontsize=7.5)
-    c.box(14.2, top, 4.4, 1.0, "softmax_cross_entropy\nloss: mean over the N real tokens\ndlogits = (p̂ − q) / N",
-          "neutral", fontsize=7.5)
-    c.arrow((3.4, top), (3.9, top))
-    c.arrow((7.3, top), (7.8, top))
-    c.arrow((11.4, top), (12.0, top))
-    c.box(14.2, bottom, 4.4, 1.0, "backward\ngrads: one per [LEARNED] array,\nsame names and shapes", "neutral",
+    xs = (1.7, 5.8, 10.4, 16.1)  # box centres, both rows: batch/params, shift_right/Adam, forward/clip, loss/backward
+    ws = (2.8, 3.6, 3.6, 5.0)
+    c.box(xs[0], top, ws[0], 1.0, "batch\nsrc (B, n)\ntargets (B, m)", "neutral", fontsize=8)
+    c.box(xs[1], top, ws[1], 1.0, "shift_right\ntgt_in = <bos>, targets[:, :-1]\n(teacher forcing)", "target",
           fontsize=7.5)
-    c.arrow((14.2, top - 0.5), (14.2, bottom + 0.5), "dlogits (B, m, V)", label_side="right", fontsize=6.8)
-    c.box(9.6, bottom, 3.6, 1.0, "clip_grad_norm (optional)\nscale all grads together\nif their norm > max_norm",
+    c.box(xs[2], top, ws[2], 1.0, "forward_with_cache\nlogits and the activations\nthe backward pass needs",
+          "target", fontsize=7.5)
+    c.box(xs[3], top, ws[3], 1.0, "loss: sequence_cross_entropy (Exercise 8.1;\nthe library's softmax_cross_entropy):"
+          "\nmean over the N real tokens, dlogits = (p̂ − q) / N", "neutral", fontsize=7)
+
+    def right_edge(i):
+        return xs[i] + ws[i] / 2
+
+    def left_edge(i):
+        return xs[i] - ws[i] / 2
+
+    # the data: targets into shift_right, tgt_in into the forward pass, logits into the loss
+    c.arrow((right_edge(0), top), (left_edge(1), top), "targets\n(B, m)", label_side="above", fontsize=6.5,
+            label_offset=0.08)
+    c.arrow((right_edge(1), top), (left_edge(2), top), "tgt_in\n(B, m)", label_side="above", fontsize=6.5,
+            label_offset=0.08)
+    c.arrow((right_edge(2), top), (left_edge(3), top), "logits\n(B, m, V)", label_side="above", fontsize=6.5,
+            label_offset=0.08)
+    # src goes to the encoder inside the forward pass; the targets themselves go to the loss
+    c.line([(xs[0] + 0.6, top - 0.5), (xs[0] + 0.6, 4.75), (xs[2] - 0.7, 4.75), (xs[2] - 0.7, top - 0.5)])
+    c.text((xs[0] + xs[2]) / 2, 4.88, "src (B, n)", ha="center", va="bottom", fontsize=6.5, color="#333333")
+    c.line([(xs[0], top + 0.5), (xs[0], 7.25), (left_edge(3) + 0.4, 7.25), (left_edge(3) + 0.4, top + 0.5)])
+    c.text(7.0, 7.38, "targets (B, m): what the loss compares the logits with", ha="center", va="bottom",
+           fontsize=6.5, color="#333333")
+    c.box(xs[3], bottom, ws[3], 1.0, "backward\ngrads: one per [LEARNED] array,\nsame names and shapes", "neutral",
+          fontsize=7.5)
+    c.arrow((xs[3], top - 0.5), (xs[3], bottom + 0.5), "dlogits (B, m, V)", label_side="right", fontsize=6.8)
+    c.box(xs[2], bottom, ws[2], 1.0, "clip_grad_norm (optional)\nscale all grads together\nif their norm > max_norm",
           "neutral", fontsize=7.5)
-    c.arrow((12.0, bottom), (11.4, bottom))
-    c.box(5.6, bottom, 3.4, 1.0, "Adam step\nm, v, t [STATE], kept\nfrom step to step", "neutral", fontsize=7.5)
-    c.arrow((7.8, bottom), (7.3, bottom))
-    c.box(1.9, bottom, 3.0, 1.0, "parameters\nupdated in place", "neutral", fontsize=8)
-    c.arrow((3.9, bottom), (3.4, bottom))
-    c.line([(1.9, bottom + 0.5), (1.9, 4.2), (9.6, 4.2), (9.6, top - 0.5)], dashed=True)
-    c.text(5.6, 4.35, "the next step's forward pass uses the new values", ha="center", fontsize=7, style="italic")
-    c.chip(9.6, 6.75, "dropout rate (train mode only)", "CONFIG", fontsize=7)
-    c.chip(14.2, 6.75, "label smoothing ε, pad id", "CONFIG", fontsize=7)
-    c.chip(9.6, 1.55, "max_norm", "CONFIG", fontsize=7)
-    c.chip(5.6, 1.55, "lr = warmup_schedule(t), betas, eps", "CONFIG", fontsize=7)
-    c.chip(1.9, 1.55, "weights, gains, E", "LEARNED", fontsize=7)
+    c.arrow((left_edge(3), bottom), (right_edge(2), bottom), "grads", label_side="above", fontsize=6.5,
+            label_offset=0.08)
+    c.box(xs[1], bottom, ws[1], 1.0, "Adam step\nlr = warmup_schedule(t)\nm, v, t [STATE] kept across steps",
+          "neutral", fontsize=7.2)
+    c.arrow((left_edge(2), bottom), (right_edge(1), bottom), "grads", label_side="above", fontsize=6.5,
+            label_offset=0.08)
+    c.box(xs[0], bottom, ws[0], 1.0, "parameters\nupdated in place", "neutral", fontsize=8)
+    c.arrow((left_edge(1), bottom), (right_edge(0), bottom))
+    c.line([(xs[0], bottom + 0.5), (xs[0], 4.2), (xs[2] + 0.7, 4.2), (xs[2] + 0.7, top - 0.5)], dashed=True)
+    c.text(xs[1], 4.03, "the next step's forward pass uses the new values", ha="center", va="top", fontsize=7,
+           style="italic")
+    c.chip(xs[2], 6.75, "dropout rate (train mode only)", "CONFIG", fontsize=7)
+    c.chip(xs[3] + 1.1, 6.75, "label smoothing ε, pad id", "CONFIG", fontsize=7)
+    c.chip(xs[2], 1.55, "max_norm", "CONFIG", fontsize=7)
+    c.chip(xs[1], 1.55, "schedule: peak, warm-up; betas, eps", "CONFIG", fontsize=7)
+    c.chip(xs[0], 1.55, "weights, gains, E", "LEARNED", fontsize=7)
     c.legend(y=0.45)
     return c.finish(
         "One training step. A batch of sources and targets; the targets are shifted right behind <bos> to make "
-        "the decoder's input (teacher forcing); one forward pass gives the logits of every position; the loss "
-        "averages the cross-entropy over the real target tokens and gives dlogits; the backward pass gives one "
-        "gradient per parameter; the gradients may be clipped by their global norm; Adam, whose moments m and v "
-        "persist from step to step, updates the parameters in place with the learning rate of the warm-up "
-        "schedule, and the next step starts from the new values.")
+        "the decoder's input (teacher forcing); one forward pass reads the sources and that input and gives the "
+        "logits of every position; the loss (the student's sequence_cross_entropy, the library's "
+        "softmax_cross_entropy) compares them with the targets, averages the cross-entropy over the real target "
+        "tokens and gives dlogits; the backward pass gives one gradient per parameter; the gradients may be "
+        "clipped by their global norm; Adam, whose moments m and v and step count t persist from step to step, "
+        "updates the parameters in place with this step's learning rate from the warm-up schedule, and the next "
+        "step starts from the new values.")
 
 
 # -- the KV cache (Lesson 9) -----------------------------------------------------------------------------
