@@ -189,7 +189,7 @@ print("Q @ np.swapaxes(K, -1, -2):", (Q @ np.swapaxes(K, -1, -2)).shape)
 # ### Exercise 1.2 — `scaled_dot_product_attention(Q, K, V, mask=None)`
 #
 # Use your `softmax` from Exercise 1.1. (While this exercise is checked, the test swaps in the
-# reference softmax, so a mistake in 1.1 is never charged twice.)
+# reference softmax, so a mistake in Exercise 1.1 is never charged twice.)
 
 # %% [solution] scaled_dot_product_attention
 def scaled_dot_product_attention(Q, K, V, mask=None):
@@ -273,7 +273,7 @@ plt.show()
 # is drawn in red. Without scaling, the largest weight tends towards 1 as $d_k$ grows. For this draw it
 # is above 0.99 from $d_k = 128$ on, while with scaling it never exceeds 0.5. The climb is not smooth,
 # because each $d_k$ draws new vectors. Averaged over many draws, the largest unscaled weight is about
-# 0.75 at $d_k = 16$ and 0.94 at $d_k = 256$; the scaled one stays near 0.3 to 0.37.
+# 0.75 at $d_k = 16$ and 0.94 at $d_k = 256$; the scaled one stays between 0.30 and 0.36.
 
 # %% [demo]
 import ipywidgets as widgets
@@ -300,8 +300,9 @@ widgets.interact(show_saturation, d_k=widgets.SelectionSlider(
 #
 # Attention without a mask has no notion of order. Shuffle the rows of $Q$, $K$ and $V$ together and
 # the outputs are shuffled the same way, nothing more: a bag of words. Order must be *added to the
-# inputs*. The original transformer adds a fixed [CONFIG] pattern to each token's embedding, a vector of sines
-# and cosines at geometrically spaced frequencies:
+# inputs*. The original transformer adds a fixed pattern to each token's embedding, a vector of sines
+# and cosines at geometrically spaced frequencies. The formula is [CONFIG]; the $n$ rows computed from it
+# for a sentence of length $n$ are [STATE], like the mask arrays:
 #
 # $$PE_{pos,\,2i} = \sin\!\Big(\frac{pos}{10000^{2i/d}}\Big), \qquad PE_{pos,\,2i+1} = \cos\!\Big(\frac{pos}{10000^{2i/d}}\Big).$$
 #
@@ -319,6 +320,8 @@ def sinusoidal_positions(n, d):
 
     Inputs:  n — number of positions (0, 1, ..., n-1); d — width of each encoding.
     Returns: PE of shape (n, d): PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same angle).
+             If d is odd, the last column d - 1 is a sine with no cosine partner:
+             PE[pos, d-1] = sin(pos / 10000^((d-1)/d)).
     """
     ### BEGIN SOLUTION
     pos = np.arange(n)[:, None]  # (n, 1)

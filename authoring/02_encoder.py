@@ -3,9 +3,9 @@
 #
 # *Encoder–Decoder Transformers, from NumPy to GPU · Lesson 2 of 10*
 #
-# ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the encoder block (multi-head self-attention, the feed-forward network, its two RMSNorm gains and the padding-mask rule), outlined in red and the rest faded](../figures/course_map_02.svg)
+# ![The course map: the whole encoder–decoder transformer drawn bottom to top, with this lesson's part, the encoder block (multi-head self-attention, the feed-forward network, its two RMSNorm gains and the padding-mask rule), and the encoder's final RMSNorm, outlined in red and the rest faded](../figures/course_map_02.svg)
 #
-# *The course map. In red: the encoder block, repeated N_enc times: multi-head self-attention with the padding mask, the feed-forward network and their two RMSNorms. The [figure key](../FIGURE_KEY.md) explains the shapes.*
+# *The course map. In red: the encoder block, repeated N_enc times: multi-head self-attention with the padding mask, the feed-forward network and their two RMSNorms; and the final RMSNorm that produces $H_{\text{enc}}$. The [figure key](../FIGURE_KEY.md) explains the shapes.*
 #
 # The encoder is the reader. It takes the source sentence, lets every token look at every other
 # token, and hands the decoder one contextual vector per source token: the memory
@@ -27,8 +27,8 @@
 # saturate the softmax, an additive mask ($0$ visible, $-\infty$ hidden) removes keys before the
 # softmax, and the weights mix the values. Attention without a mask ignores order, so sinusoidal
 # position encodings are added to the token embeddings.
-# Your `softmax` and `scaled_dot_product_attention` are available below from the course library,
-# so this lesson runs even if Lesson 1 is unfinished.
+# The course's versions of `softmax` and `scaled_dot_product_attention` (Lesson 1's exercises) are
+# imported below, so this lesson runs even if Lesson 1 is unfinished.
 #
 # Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
 # same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.
@@ -244,11 +244,14 @@ plt.show()
 # <details><summary>Answer</summary>
 #
 # Broadcasting lines up *trailing* axes, so the batch axis of a $(B, n)$ mask lands on the query axis
-# $m$: query row $b$ of every sentence gets sentence $b$'s pads. That raises an error when $m \ne B$ and
-# is silently wrong when $m = B$. For example, with two sentences of length 3, `[5, 6, <pad>]` and
-# `[7, <pad>, <pad>]`, and equal scores, query 0 of the second sentence would use the first sentence's
-# mask and put weight 0.5 on its own pad. The two size-1 axes of $(B, 1, 1, n)$ make the mask
-# broadcast over the heads and the queries instead, and keep $B$ on the batch axis.
+# $m$: query $i$ of every sentence gets sentence $i$'s pads. Unless $m = B$ (or one of them is 1), the
+# addition raises an error. With $B = 1$ it happens to be right. With $m = B > 1$ it is silently wrong:
+# for two sentences of length 2, `[5, <pad>]` and `[7, 8]`, and equal scores, query 1 of the first
+# sentence uses the second sentence's mask and puts weight 0.5 on its own pad, and query 0 of the
+# second sentence uses the first sentence's mask and loses its real key `8`. (With $m = 1$ and $B > 1$
+# there is no error either: the sum silently grows to $(B, h, B, n)$.) The two size-1 axes of
+# $(B, 1, 1, n)$ make the mask broadcast over the heads and the queries instead, and keep $B$ on the
+# batch axis.
 #
 # </details>
 
@@ -348,10 +351,11 @@ print("head 0, bare reshape (tokens mixed up):\n", wrong[0])
 # ### Exercise 2.4 — `MultiHeadAttention.__call__`
 #
 # The constructor is written for you; write `__call__`. When `key_value_input` is `None`, use
-# `query_input` for the keys and values too. Pass `mask` on to the attention: it broadcasts to
-# `(..., h, m, n)`. You may call `scaled_dot_product_attention` (Lesson 1). The test builds your class,
-# gives it random weights, and compares it with the reference in self and cross mode, batched,
-# masked and in float32.
+# `query_input` for the keys and values too. Pass `mask` on unchanged: it may be a padding mask
+# `(..., 1, 1, n)` or, from Lesson 3 on, a 2-D causal mask `(m, m)` or a decoder mask `(..., 1, m, m)`;
+# all of them already broadcast to `(..., h, m, n)`, so do not add axes to it. You may call
+# `scaled_dot_product_attention` (Lesson 1). The test builds your class, gives it random weights, and
+# compares it with the reference in self and cross mode, batched, masked and in float32.
 
 # %% [solution] multi_head_attention
 class MultiHeadAttention:
@@ -477,8 +481,9 @@ print("largest weight on a <pad> key, over all heads and queries:", weights[...,
 # $$\operatorname{FFN}(x) = \operatorname{GELU}(x W_1 + b_1)\, W_2 + b_2, \qquad W_1 \in \mathbb{R}^{d_{\text{model}} \times d_{ff}},\; W_2 \in \mathbb{R}^{d_{ff} \times d_{\text{model}}}.$$
 #
 # $W_1, b_1, W_2, b_2$ are [LEARNED]. Without the GELU the two maps would collapse into one linear
-# map. With $d_{ff} = 4\,d_{\text{model}}$ the FFN holds two thirds of an encoder block's parameters:
-# $2\, d_{\text{model}} d_{ff} = 8\, d_{\text{model}}^2$, against $4\, d_{\text{model}}^2$ for attention.
+# map. With $d_{ff} = 4\,d_{\text{model}}$ the FFN holds about two thirds of an encoder block's parameters:
+# $2\, d_{\text{model}} d_{ff} = 8\, d_{\text{model}}^2$, against $4\, d_{\text{model}}^2$ for attention (the
+# biases and the two norm gains add only $7\, d_{\text{model}}$).
 #
 # ### Exercise 2.5 — `FeedForward.__call__`
 #

@@ -60,15 +60,15 @@ np.set_printoptions(precision=4, suppress=True)
 # * **what it has written so far**, $y_{<t}$, read with *causal* self-attention (this lesson);
 # * **the source**, read in full through the memory $H_{\text{enc}}$ with cross-attention (Lesson 4).
 #
-# At generation time the future does not exist yet, so nothing can leak from it. At **training**
-# time it does exist: the whole target sentence is known, and we want to compute all $m$ positions
-# in one pass (Lesson 8). Position $t$ is fed the tokens up to $y_{t-1}$ and must predict $y_t$. If
-# its self-attention could look one step ahead, it would find the answer sitting there and learn to
-# copy it: perfect training loss, useless model. The **causal mask** forbids exactly that. With
-# it, the one training pass computes the same logits for every $y_t$ as a pass over $y_{<t}$ alone
-# would (up to rounding). Training reads the true prefix and generation reads the model's own
-# output, a difference Lesson 8 returns to. (Can generation then do without the mask? Self-check 3.4,
-# at the end of §3.5, asks you.)
+# At generation time the future does not exist yet, so nothing can leak from it. At **training** time it
+# does exist: the whole target sentence is known, and we want to compute all $m$ positions in one pass
+# (Lesson 8). Position $t$ (counting from 0, as the code does) is fed `<bos>`, $y_1, \dots, y_t$ and
+# must predict $y_{t+1}$. If its self-attention could look one step ahead, it would find the answer
+# sitting there and learn to copy it: perfect training loss, useless model. The **causal mask** forbids
+# exactly that. With it, the one training pass computes the same logits at every position as a pass over
+# that position's prefix alone would (up to rounding). Training reads the true prefix and generation
+# reads the model's own output, a difference Lesson 8 returns to. (Can generation then do without the
+# mask? Self-check 3.4, at the end of §3.5, asks you.)
 
 # %% [markdown]
 # ## 3.2 The causal mask
@@ -123,7 +123,8 @@ def create_causal_mask(seq_len):
 #
 # ### Exercise 3.2 — `decoder_mask(tgt_in, pad_id)`
 #
-# Use your `create_causal_mask` and `padding_mask` (Lesson 2, imported in the setup cell).
+# Use your `create_causal_mask` and the course's `padding_mask` (Lesson 2's exercise, imported in the
+# setup cell).
 
 # %% [solution] decoder_mask
 def decoder_mask(tgt_in, pad_id):
@@ -198,7 +199,7 @@ plt.show()
 # The decoder's first sublayer is ordinary multi-head self-attention (Lesson 2) with the mask
 # above. One head of it, with $d_k$ the width of the queries and keys:
 #
-# $$Q = X W_Q,\quad K = X W_K,\quad V = X W_V, \qquad \operatorname{head}(X) = \operatorname{softmax}\!\Big(\frac{QK^\top}{\sqrt{d_k}} + M^{\text{causal}}\Big)\, V.$$
+# $$Q = X W_q,\quad K = X W_k,\quad V = X W_v, \qquad \operatorname{head}(X) = \operatorname{softmax}\!\Big(\frac{QK^\top}{\sqrt{d_k}} + M^{\text{causal}}\Big)\, V.$$
 #
 # **Where the mask goes matters.** It must be added to the scores *before* the softmax. Then
 # $e^{-\infty} = 0$ gives every future key exactly zero weight, and the softmax shares the whole
@@ -215,8 +216,8 @@ plt.show()
 # ### Exercise 3.3 — `causal_self_attention(x, W_q, W_k, W_v)`
 #
 # Write the steps out yourself: project, score, scale, mask, softmax, weight the values. Do not call
-# `scaled_dot_product_attention` here (the test refuses it); do use your `softmax` and
-# `create_causal_mask`. Return the weights too.
+# `scaled_dot_product_attention` here (the test refuses it); do use the course's `softmax` (imported
+# in the setup cell) and your `create_causal_mask`. Return the weights too.
 
 # %% [solution] causal_self_attention
 def causal_self_attention(x, W_q, W_k, W_v):
@@ -326,7 +327,7 @@ plt.show()
 # The first sublayer is this lesson's causal self-attention, unchanged. The second is the only
 # place the source enters the decoder, and the only sublayer with a second input, $H_{\text{enc}}$,
 # the same memory for every block and every step; Lesson 4 derives it, Lesson 5 assembles the block.
-# It brings its own $W_Q, W_K, W_V, W_O$ and its own norm, so the decoder owns two full sets of
+# It brings its own $W_q, W_k, W_v, W_o$ and its own norm, so the decoder owns two full sets of
 # attention projections.
 #
 # Put a decoder-only model (GPT-style) next to this decoder and the difference is exactly that sublayer:
@@ -341,7 +342,7 @@ plt.show()
 # | how it sees the input | as earlier tokens of one causal stream (a prompt) | through the encoder's memory $H_{\text{enc}}$, read in full |
 # | how the input itself is read | causally, left to right | bidirectionally, by the encoder |
 # | sublayers per block | 2: self-attention, FFN | 3: self-attention, cross-attention, FFN |
-# | extra parameters per block | none | cross-attention's own $W_Q, W_K, W_V, W_O$ and one norm (Lesson 5 counts them) |
+# | extra parameters per block | none | cross-attention's own $W_q, W_k, W_v, W_o$ and one norm (Lesson 5 counts them) |
 # | output head | final norm, then logits over the vocabulary | the same |
 #
 # Everything after the last block is inherited unchanged: a final RMSNorm and the output head.
@@ -414,7 +415,7 @@ for name, k in designs.items():
 #
 # Here are the steps of one masked multi-head self-attention sublayer, from the decoder states to the
 # sublayer's output, shuffled. Scaling the scores and adding the causal mask are one step: as you saw
-# in 3.4, their order does not matter. Put the steps in the order they happen.
+# in §3.4, their order does not matter. Put the steps in the order they happen.
 #
 # 1. softmax along the key axis
 # 2. project the merged vector with W_o
@@ -450,8 +451,8 @@ masked_attention_order = [5, 3, 6, 8, 1, 7, 4, 2]
 # | tag | who sets it | examples |
 # |---|---|---|
 # | **[LEARNED]** | the optimiser, step by step, to lower the loss; it is saved with the model | weight matrices, biases, norm gains, the embedding |
-# | **[CONFIG]** | a person, before the run (training or decoding), or a fixed formula of other [CONFIG] values; the same for every input; the optimiser never changes it | widths, numbers of heads and blocks, the pad id, $\varepsilon$, the masking *rules*, sharing or not, the learning rate and its schedule, the sinusoidal position table |
-# | **[STATE]** | the running program, computed from the inputs (or from the training so far) | hidden states, the mask *arrays* built for a batch, attention weights, $H_{\text{enc}}$, logits, probabilities, gradients |
+# | **[CONFIG]** | a person, before the run (training or decoding): a number, a choice, or a rule or formula. It never depends on the input or on the training so far, so it is the same for every input, and the optimiser never changes it | widths, numbers of heads and blocks, the pad id, $\varepsilon$, the masking *rules*, sharing or not, the learning rate you set (a constant, or a schedule: its peak, warm-up and decay), the sinusoidal position *formula* |
+# | **[STATE]** | the running program, from the inputs (even only from their length) or from the training so far; this includes what a [CONFIG] rule gives for the case at hand | hidden states, the mask *arrays* and the position *rows* built for an input, attention weights, $H_{\text{enc}}$, logits, probabilities, gradients, the learning rate a schedule gives at the current step |
 #
 # To tag a quantity, ask who sets its value. [STATE] has a lifetime, but the lifetime is not what
 # makes it [STATE]: most of it lives for one forward pass (hidden states, attention weights, logits),
@@ -519,9 +520,9 @@ quantity_tags = {1: LEARNED, 2: CONFIG, 3: STATE, 4: LEARNED, 5: STATE, 6: CONFI
 # * The **tied head** scores each state against every embedding row, $z = hE^\top$; sharing one $E$
 #   between source, target and head is a [CONFIG] choice that saves $V\,d_{\text{model}}$ numbers per
 #   matrix shared.
-# * To tag a quantity, ask who sets it: the optimiser ([LEARNED]), a person before the run or a fixed
-#   formula ([CONFIG]), or the program from the inputs ([STATE]). A masking rule is [CONFIG]; the mask
-#   array built from it for a batch is [STATE].
+# * To tag a quantity, ask who sets it, and from what: the optimiser ([LEARNED]); a person before the
+#   run, be it a number, a choice or a rule ([CONFIG]); or the program, from the inputs or the training
+#   so far ([STATE]). A masking rule is [CONFIG]; the mask array built from it for a batch is [STATE].
 #
 # **Next — Lesson 4, Cross-attention.** The one new operation: queries from the decoder, keys and
 # values from the encoder's memory, and an $m \times n$ attention-weight matrix that says how much of

@@ -63,12 +63,15 @@ np.set_printoptions(precision=3, suppress=True)
 #
 # Cross-attention takes its three inputs from different places:
 #
-# $$Q = H_{\text{dec}}\, W_q, \qquad K = H_{\text{enc}}\, W_k, \qquad V = H_{\text{enc}}\, W_v,$$
+# $$Q = \operatorname{RMSNorm}(H_{\text{dec}};\ \gamma_2)\, W_q, \qquad K = H_{\text{enc}}\, W_k, \qquad V = H_{\text{enc}}\, W_v,$$
 #
-# with $W_q, W_k, W_v$ [LEARNED], a set of its own, separate from the decoder's self-attention
-# weights. The **queries come from the decoder** (what am I looking for?), the **keys and values come
-# from the encoder** (what does the source offer, and what do I take from it?). The rest is the
-# attention of Lesson 1:
+# with $W_q, W_k, W_v$ [LEARNED], a set of its own, separate from the decoder's self-attention weights.
+# In the model the decoder states are normalised first, by the block's own RMSNorm with the gain
+# $\gamma_2$ = `norm2_gamma` (the pre-norm block of Lesson 5); $H_{\text{enc}}$ is already normalised,
+# by the encoder's final norm. The exercises below start from the normalised states, or from $Q$ itself.
+# The **queries come from the decoder** (what am I looking for?), the **keys and values come from the
+# encoder** (what does the source offer, and what do I take from it?). The rest is the attention of
+# Lesson 1:
 #
 # $$\operatorname{CrossAttention}(Q, K, V) = \operatorname{softmax}\!\Big(\frac{Q K^\top}{\sqrt{d_k}} + M_{\text{pad}}\Big)\, V .$$
 #
@@ -79,9 +82,9 @@ np.set_printoptions(precision=3, suppress=True)
 # | scores, weights | `(m, n)`: **rectangular** | row $i$: target position $i$ against every source position |
 # | output | `(m, d_v)` | one vector per target position |
 #
-# ![Cross-attention with m = 4 target positions and n = 6 source positions: queries come from the decoder states through W_q, keys and values from the encoder output H_enc through W_k and W_v; the weights form a rectangular m by n matrix whose last 2 source columns, padding, are hidden by the source padding mask, and every row sums to 1 over the source](../figures/cross_attention_flow.svg)
+# ![Cross-attention with m = 4 target positions and n = 6 source positions: queries come from the decoder states, normalised by RMSNorm with the gain norm2_gamma, through W_q, keys and values from the encoder output H_enc through W_k and W_v; the weights form a rectangular m by n matrix whose last 2 source columns, padding, are hidden by the source padding mask, and every row sums to 1 over the source](../figures/cross_attention_flow.svg)
 #
-# *Cross-attention's data flow in one head: $Q$ from the decoder, $K$ and $V$ from $H_{\text{enc}}$, $m \times n$ weights with the source pads hatched. Merging the heads and $W_o$ come in §4.3.*
+# *Cross-attention's data flow in one head: $Q$ from the normalised decoder states, $K$ and $V$ from $H_{\text{enc}}$, $m \times n$ weights with the source pads hatched. Merging the heads and $W_o$ come in §4.3.*
 #
 # Three facts follow from the shapes.
 #
@@ -208,8 +211,8 @@ print("column sums (no rule):", w_pad.sum(axis=-2))
 # (determiner, *cat*, *sit*); "Le" asks for a determiner and a little of the noun's gender; "était"
 # asks mostly for the verb. A trained model learns projections $W_q, W_k$ that produce vectors like
 # these, in many more dimensions, from the loss alone. Each row is labelled with the word its
-# position writes; that position's own input is the word before it (Lesson 3: position $t$ reads
-# $y_{<t}$).
+# position writes; that position's own input is the word before it (Lesson 3: position $t$, counting
+# from 0, reads `<bos>`, $y_1, \dots, y_t$ and writes $y_{t+1}$).
 
 # %% [demo]
 source_words = ["The", "cat", "sat"]
@@ -284,7 +287,7 @@ widgets.interact(show_target_position,
 #
 # Write the body of `attend`. You may call your `cross_attention` from Exercise 4.1 on the per-head
 # arrays (while this exercise is checked the reference `cross_attention` takes its place, so a slip in
-# 4.1 is not charged twice). Do not project `query_input` into keys or values: $K$ and $V$ arrive
+# Exercise 4.1 is not charged twice). Do not project `query_input` into keys or values: $K$ and $V$ arrive
 # ready-made from the encoder side.
 
 # %% [solution] CrossAttention
@@ -363,10 +366,10 @@ plt.show()
 # %% [markdown]
 # ## 4.4 Keys and values once, queries every step
 #
-# When a model generates, the decoder state of position $t$ exists only after the token at $t - 1$
-# has been chosen, so the decoder works one position at a time. At step $t$ its cross-attention needs
-# the query of the new position only: $q_t = h_t W_q$, a single row. The keys and values are the same
-# at every step.
+# When a model generates, the decoder state of position $t$ exists only after the token it reads, the
+# one position $t - 1$ predicted, has been chosen, so the decoder works one position at a time. At step
+# $t$ its cross-attention needs the query of the new position only: $q_t = h_t W_q$, a single row. The
+# keys and values are the same at every step.
 #
 # Count the multiply-adds for one cross-attention sublayer over $m$ steps, with width $d$:
 #
@@ -514,9 +517,10 @@ qkv_order = [4, 2, 5, 1, 3]
 # %% [markdown]
 # ## Summary
 #
-# * Cross-attention is attention with its inputs taken from two sequences: $Q = H_{\text{dec}} W_q$,
-#   $K = H_{\text{enc}} W_k$, $V = H_{\text{enc}} W_v$. Its attention weights are $m \times n$, target
-#   rows by source columns, and each row sums to 1 over the source.
+# * Cross-attention is attention with its inputs taken from two sequences:
+#   $Q = \operatorname{RMSNorm}(H_{\text{dec}}) W_q$, $K = H_{\text{enc}} W_k$, $V = H_{\text{enc}} W_v$.
+#   Its attention weights are $m \times n$, target rows by source columns, and each row sums to 1 over
+#   the source.
 # * It uses the encoder's padding mask and no causal mask: the source is input, known in full.
 # * Trained on translation alone, some of its heads learn a soft, approximate alignment between the
 #   two sentences.
