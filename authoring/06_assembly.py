@@ -65,14 +65,16 @@ np.set_printoptions(precision=4, suppress=True)
 # give the logits, shape `(B, m, V)`. In words:
 #
 # * **Embed**: a token id becomes a row of the embedding matrix $E \in \mathbb{R}^{V \times d}$
-#   [LEARNED], scaled by $\sqrt{d}$, plus the sinusoidal position of Lesson 1 [CONFIG].
+#   [LEARNED], scaled by $\sqrt{d}$, plus the sinusoidal position row of Lesson 1 (its formula is
+#   [CONFIG]; the rows computed from it for the input's length are [STATE]).
 # * **Encoder**: $N$ encoder blocks (Lesson 2) and a final RMSNorm turn the source into $H_{\text{enc}}$.
 # * **Decoder**: $N$ decoder blocks (Lesson 5), each reading $H_{\text{enc}}$ through cross-attention,
 #   and a final RMSNorm.
 # * **Head**: the same $E$, transposed, turns each decoder state into $V$ logits, one score per word.
 #
 # The toy task of Lessons 6–9 needs real alignment: **reverse a sequence of letters**. Target
-# position $t$ must read source position $n - 1 - t$, so a trained model's cross-attention will draw an
+# position $t$ (counting from 0) must read source position $n_b - 1 - t$, where $n_b$ is the number of
+# letters in that source, pads excluded, so a trained model's cross-attention will draw an
 # anti-diagonal (Lesson 8). The vocabulary has 13 ids: `<pad>` 0, `<bos>` 1, `<eos>` 2, then the
 # letters a–j. Sources are right-padded; each target ends in `<eos>`.
 
@@ -250,7 +252,8 @@ plt.show()
 # pad_id)` returns the additive mask of shape `(..., 1, 1, n)`, and `rms_norm(x, gamma, eps)`
 # normalises the last axis. The model provides `model.encoder` (a list of `EncoderBlock`s, called as
 # `block(x, mask=...)`), `model.encoder_norm_gamma` (d,), `model.config.pad_id` and `model.config.eps`.
-# (While this is checked, the test uses the reference `embed`, so a mistake in 6.2 is not charged again.)
+# (While this is checked, the test uses the reference `embed`, so a mistake in Exercise 6.2 is not charged
+# again.)
 
 # %% [solution] encode
 def encode(model, src):
@@ -391,8 +394,11 @@ print(f"top guess = the input token itself at {echo:.0%} of the non-pad position
 print(f"cross-entropy of the untrained model {loss:.3f}; a uniform guess would score ln V = {np.log(task.vocab_size):.3f}")
 
 # %% [markdown]
-# The cross-attention weights are spread over all the real source positions, with no pattern: nothing
-# is aligned yet. The probabilities are
+# The cross-attention weights are spread over all the real source positions, with no alignment yet: no
+# anti-diagonal, only a mild preference that most rows share (here for the last real source column:
+# 0.26 of the weight on average, against a uniform $1/6 \approx 0.17$, and the largest weight in 7 of the
+# 9 rows). Over 100 random models of this size, the most-read column of this example gets 1.1 to 2.1
+# times the uniform share: a bias of the random weights, not an alignment. The probabilities are
 # not uniform, and they are wrong in a telling way: the favourite is `<bos>`, the token the position
 # *reads*. The residual stream still carries $\sqrt{d}\,E[\text{token}]$, and the tied head scores a
 # state against every row of $E$, so the closest row is often the input's own: an untrained tied model
@@ -417,8 +423,9 @@ print(f"cross-entropy of the untrained model {loss:.3f}; a uniform guess would s
 # | each decoder block | self-attention, cross-attention, feed-forward, 3 norms |
 # | the top of each stack | one final norm for the encoder, one for the decoder |
 #
-# Positions are not counted: the sinusoids are [CONFIG], a fixed formula, never learned. Neither are
-# the masks: their rules are [CONFIG], and the mask arrays, built from each batch, are [STATE].
+# Positions are not counted: their formula is [CONFIG] and never learned, and the table computed from it
+# for a batch's length is [STATE], like the mask arrays. Neither are the masks: their rules are
+# [CONFIG], and the mask arrays, built from each batch, are [STATE].
 #
 # ### Exercise 6.5 — `parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None)`
 #
@@ -514,9 +521,9 @@ for name, sizes in [("toy model", (task.vocab_size, 32, 64, 2)), ("base-sized mo
 # %% [markdown]
 # | tag | what | where in the model |
 # |---|---|---|
-# | [CONFIG] | $V$, $d$, $h$, $d_{ff}$, $N_{\text{enc}}$, $N_{\text{dec}}$, the pad id, $\varepsilon$, the dropout rate; the masking rules; one $E$ shared by source, target and head | `model.config`, a frozen `ModelConfig` (the sharing is fixed in the code); the position encodings too: a fixed formula of $d$ and the position, the same for every input |
+# | [CONFIG] | $V$, $d$, $h$, $d_{ff}$, $N_{\text{enc}}$, $N_{\text{dec}}$, the pad id, $\varepsilon$, the dropout rate; the masking rules; the sinusoid formula of the positions; one $E$ shared by source, target and head | `model.config`, a frozen `ModelConfig`; the rules, the formula and the sharing are fixed in the code |
 # | [LEARNED] | $E$, every $W$ and $b$, every gain $\gamma$ | `model.parameters()`: a dict of arrays, by name, saved with the model |
-# | [STATE] | computed from the inputs: embedded inputs, the mask arrays built for a batch, $H_{\text{enc}}$, attention weights, logits (later: gradients, Adam's $m$, $v$ and step count, the KV cache) | not in the model object; here, what a forward call computes and returns. Its lifetime varies: one forward pass (activations), one decoding run ($H_{\text{enc}}$, the KV cache of Lesson 9), a whole training run (Adam's state, checkpointed with the model) |
+# | [STATE] | computed from the inputs: embedded inputs, the position rows and the mask arrays built for a batch, $H_{\text{enc}}$, attention weights, logits (later: gradients, Adam's $m$, $v$ and step count, the KV cache) | not in the model object; here, what a forward call computes and returns. Its lifetime varies: one forward pass (activations), one decoding run ($H_{\text{enc}}$, the KV cache of Lesson 9), a whole training run (Adam's state, checkpointed with the model) |
 #
 # The listing below prints all three for the toy model. Parameter names repeat per block, so they are
 # shown once with the block number as `{i}`.
@@ -581,6 +588,10 @@ print("weights back to NumPy unchanged:", all(np.array_equal(back.parameters()[k
 # 6. apply the decoder's final RMSNorm
 # 7. run the N encoder blocks, each on the previous block's output
 #
+# The list follows the source from its token ids (steps 5 and 3). The target inputs are embedded the
+# same way, their rows of $E$ scaled by $\sqrt{d_{\text{model}}}$ and the positions added; step 4 takes
+# that as done, and it can happen at any time before step 4.
+#
 # Practise with the widget (instant feedback, grades nothing), then write your answer as a list of the
 # step numbers above, in order, in the answer cell.
 
@@ -609,8 +620,9 @@ forward_order = [5, 3, 7, 1, 4, 6, 2]
 #   final RMSNorm, the tied head: logits $(m, V)$.
 # * The parameter count is $Vd$ for $E$ plus, per block, a quadratic in $d$ and $d_{ff}$, plus $2d$ for
 #   the final norms; a decoder block has $4d^2 + d$ more than an encoder block.
-# * [CONFIG] lives in `model.config` (and in fixed formulas such as the positions), [LEARNED] in
-#   `model.parameters()`. [STATE] is everything computed from the inputs: here, what a forward call
+# * [CONFIG] lives in `model.config` (and in the rules and formulas fixed in the code, such as the
+#   masking rules and the positions' sinusoids), [LEARNED] in `model.parameters()`. [STATE] is everything
+#   computed from the inputs, the position rows and mask arrays included: here, what a forward call
 #   creates and returns.
 # * The PyTorch twin computes the same function: on copied weights its float64 logits agree with
 #   NumPy's to rounding error (about $10^{-15}$), its float32 logits to about $10^{-6}$.

@@ -355,7 +355,7 @@ print("row sums of the diagonal-only one:", np.diag(J).round(3))
 # and since $J$ is symmetric, every row does too (adding the same number to every input changes nothing).
 # The diagonal-only one breaks both.
 #
-# Checked twice: against finite differences of $f(x) = \sum \bar p \odot \operatorname{softmax}(x)$ (7.3),
+# Checked twice: against finite differences of $f(x) = \sum \bar p \odot \operatorname{softmax}(x)$ (§7.3),
 # and against torch, which back-propagates the same $\bar p$ through `torch.softmax`.
 
 # %% [demo]
@@ -393,7 +393,7 @@ print(f"softmax_backward vs torch autograd:     {relative_error(dx, xt.grad.nump
 #
 # `weights` is the $A$ the forward pass returned (masked entries are 0, so the mask itself is not
 # needed). Use your `softmax_backward` (while this is checked the test swaps in the reference, so a
-# mistake in 7.3 is not charged twice).
+# mistake in Exercise 7.3 is not charged twice).
 
 # %% [solution] attention_backward
 def attention_backward(dout, Q, K, V, weights):
@@ -518,6 +518,7 @@ for name, analytic, arr, t in (("dx", dx, x, xt), ("dgamma", dgamma, gamma, gt))
 # </details>
 
 # %% [demo]
+import encdec.checks.lesson07  # registers this lesson's catalogued mistakes in the catalog
 from encdec.mistakes import CATALOG
 
 rng = np.random.default_rng(5)
@@ -600,7 +601,7 @@ for k, e in rows.items():
 # <details><summary>Answer</summary>
 #
 # $L$ depends on $E$ along three paths, and by the chain rule the total derivative is the sum over the paths
-# (the "sharing" rule of 7.1); a finite difference always measures the total effect of moving $E[i, j]$.
+# (the "sharing" rule of §7.1); a finite difference always measures the total effect of moving $E[i, j]$.
 # The embedding shares reach only the rows of tokens that occur in the batch, so row 7 gets nothing but the
 # head's share: the `dL/dE[7,5]` line would still agree. The other two would not: the head's share alone is
 # 0.03906 for `dL/dE[3,0]` (total 0.03939) and +0.04036 for `dL/dE[11,15]`, whose total, −0.04997, even has the

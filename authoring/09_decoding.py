@@ -13,7 +13,7 @@
 # random, or search among many candidate sequences for one whose total probability is high. Each step
 # of any of these runs the decoder once more, and done naively each step recomputes everything the
 # previous steps already computed. The KV cache removes that waste for greedy decoding and sampling
-# (section 9.5). The course's beam search runs without it: a cache there would have to be reordered
+# (§9.5). The course's beam search runs without it: a cache there would have to be reordered
 # each time hypotheses are dropped or duplicated.
 #
 # **Learning goals.** By the end of this lesson you can
@@ -40,7 +40,7 @@
 # cell, then run the test cell below it: it compares your function with the course's reference on
 # many inputs and says *what* is wrong, often naming the misconception. The models your functions
 # receive are the course library's `encdec.Seq2Seq` (and, for beam search, also the small stand-in model
-# of section 9.4), so a mistake in an earlier lesson never costs you points here.
+# of §9.4), so a mistake in an earlier lesson never costs you points here.
 #
 # Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
 # same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.
@@ -283,7 +283,7 @@ plt.show()
 
 # %% [markdown]
 # And what they do to whole outputs. The trained reverser samples 200 outputs for one source at each
-# setting (a small sampling loop over the reference `decode_step` of section 9.5; the first six are
+# setting (a small sampling loop over the reference `decode_step` of §9.5; the first six are
 # shown). At low temperature almost every sample is greedy decoding's answer. As the temperature rises
 # the samples spread over ever more outputs, and most are wrong: one unlikely letter anywhere spoils a
 # sequence. Top-p cuts the unlikely tail at every step. At the same temperature, about half of the
@@ -467,9 +467,10 @@ print("greedy decoding:", example.spell(ref.greedy_decode(example, example_src, 
 # Its probability would be $0.108 \times 0.99 = 0.10692$, a total of $-2.2357$, and over 4 tokens a
 # normalised score of $-0.5589$: better than the $-0.5716$ that beam search returns. The search never
 # extends `b a a`, because it stops as soon as `beam_width` hypotheses have finished, however their
-# scores compare with the live ones. A width of 3 does no better: at step 3, `a a <eos>` (rank 2, below 3)
-# finishes too, which makes three finished hypotheses, and the search stops with `b a <eos>`, `a <eos>`
-# and `a a <eos>`.
+# scores compare with the live ones. A width of 3 does no better: the bare `<eos>` finishes at step 1
+# (rank 2, below 3), `a <eos>` at step 2, and at step 3 `b a <eos>` and `a a <eos>` finish too: four
+# finished hypotheses, so the search stops, and ranked by normalised score it returns `b a <eos>`,
+# `a <eos>` and `a a <eos>`.
 #
 # </details>
 
@@ -654,7 +655,7 @@ print("with alpha = 0 the first would be", repr(task.decode(ref.beam_search(unsu
 #   the **new** token goes through the blocks: its query attends over the cached keys and values plus
 #   its own. The cache grows by **one row per step** (no mask is needed: it holds only the past).
 # * **Cross-attention.** Its keys and values come from the encoder output $H_{\text{enc}}$, which does
-#   not change at all while decoding. Compute $K = H_{\text{enc}} W_K$ and $V = H_{\text{enc}} W_V$
+#   not change at all while decoding. Compute $K = H_{\text{enc}} W_k$ and $V = H_{\text{enc}} W_v$
 #   **once**, before the first step, for every decoder block.
 #
 # ![The KV cache over four decoding steps: cross-attention's keys and values, computed once from H_enc, on the left; at each step one new token's key and value rows, in red, are appended to the self-attention cache, which grows by one row per step, and the new token's single query meets all t cached keys plus the n cross keys](../figures/kv_cache.svg)
@@ -728,7 +729,7 @@ class KVCache:
 # * `K, V = attn.project_kv(x)`: `x (..., T, d_model)` to keys and values split into heads,
 #   `(..., h, T, d_k)` each;
 # * `out, weights = attn.attend(query_input, K, V, mask=None)`: the queries of `query_input
-#   (..., m, d_model)` attend over the given `K, V`; `out` is `(..., m, d_model)`, after $W_O$.
+#   (..., m, d_model)` attend over the given `K, V`; `out` is `(..., m, d_model)`, after $W_o$.
 #
 # and `model.embed(tokens, offset)` embeds `tokens (..., T)` at positions `offset, ..., offset + T - 1`.
 # The step, for tokens of shape `(...)` (one per sequence) fed at position $t$ = `cache.length`:
@@ -738,6 +739,7 @@ class KVCache:
 #    self-attention (normalise with `norm1_gamma`, project to one new row of K, V, append it to the
 #    cache, attend over all cached rows), cross-attention (normalise with `norm2_gamma`, attend over
 #    `cache.cross_k[i], cache.cross_v[i]` with `cache.src_mask`), the feed-forward network (`norm3_gamma`);
+#    every RMSNorm uses the model's constant, `rms_norm(x, gamma, model.config.eps)`, as the model does;
 # 3. one more token is cached: `cache.length += 1`;
 # 4. the final RMSNorm (`model.decoder_norm_gamma`, `model.config.eps`) and the tied head `@ model.embedding.T`;
 #    return the logits of the one new position, shape `(..., V)`.
@@ -758,16 +760,17 @@ def decode_step(model, tokens, cache):
     Returns: logits (..., V) for the token that follows.
     """
     ### BEGIN SOLUTION
+    eps = model.config.eps  # the model's RMSNorm constant, the same in every norm
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length)  # (..., 1, d_model)
     for i, block in enumerate(model.decoder):
-        h = rms_norm(x, block.norm1_gamma)
+        h = rms_norm(x, block.norm1_gamma, eps)
         K, V = cache.append(i, *block.self_attn.project_kv(h))  # (..., h, t + 1, d_k): the past and this token
         x = x + block.self_attn.attend(h, K, V)[0]  # no mask: the cache holds only the past
-        h = rms_norm(x, block.norm2_gamma)
+        h = rms_norm(x, block.norm2_gamma, eps)
         x = x + block.cross_attn.attend(h, cache.cross_k[i], cache.cross_v[i], cache.src_mask)[0]
-        x = x + block.ffn(rms_norm(x, block.norm3_gamma))
+        x = x + block.ffn(rms_norm(x, block.norm3_gamma, eps))
     cache.length += 1
-    h = rms_norm(x, model.decoder_norm_gamma, model.config.eps)
+    h = rms_norm(x, model.decoder_norm_gamma, eps)
     return (h @ model.embedding.T)[..., 0, :]  # (..., V)
     ### END SOLUTION
 
@@ -855,7 +858,8 @@ for name, m, s in (("trained reverser", model, val_src), ("random model, 2 + 2 b
 #
 # <details><summary>Answer</summary>
 #
-# Far less: about 11–12× in the runs made for this lesson (your machine will differ). Both versions pay
+# Far less: between about 9× and 14× in the runs made for this lesson (it varies from run to run, and
+# your machine will differ). Both versions pay
 # the same fixed cost per step: the Python loop, the argmax, and the overhead of many calls on small
 # matrices. And the cached step still attends over all $t$ cached keys (and this simple cache copies
 # itself at every append). The speed-up keeps growing with $L$, but it stays well below the ratio of

@@ -515,13 +515,13 @@ print({name: len(split) for name, split in splits.items()}, "dates;", len(dates.
 # match on the test dates. So large a GPU is mostly waiting here: batches of 128 short dates are small
 # work, and Python and the launch of every kernel take much of each step's time. In steady state, as
 # `make bench` measures it, the H200 trains this model only about 5.5 times as fast as one CPU thread of
-# the same machine (162,000 against 29,600 tokens per second). **On a CPU** the cell trains the first 200 steps (under a minute) and then
-# loads the weights of a complete run made by `make capstone` and shipped with the course
-# (`encdec/data/capstone_dates.npz`, under 1 MB), so the figures below always show a fully trained
-# model. Both keep the model after 200 steps too: a half-trained model, for the comparisons. The cell
-# also prints the losses of the first steps next to those of your loop in §10.5: the same start
-# and the same batches give the same losses, to float32 rounding (on a GPU the kernels differ, so the
-# last digits may too).
+# the same machine (162,000 against 29,600 tokens per second). **On a CPU** the cell trains the first
+# 200 steps (under a minute) and then loads the weights of a complete run made by `make capstone` and
+# shipped with the course (`encdec/data/capstone_dates.npz`, under 1 MB), so the figures below always
+# show a fully trained model. Both keep the model after 200 steps too: a half-trained model, for the
+# comparisons. The cell also prints the losses of the first steps next to those of your loop in §10.5:
+# the same start and the same batches give the same losses, to float32 rounding (on a GPU the kernels
+# differ, so the last digits may too).
 
 # %% [demo]
 import tempfile
