@@ -64,11 +64,13 @@ def marked_lines(notebook_text, begin, end):
 
 def released_text():
     """Everything the released lessons say, whitespace collapsed: a line quoted there (a hint, a
-    formula in code) is no secret."""
+    formula in code) is no secret. The generated "Common pitfalls" (tools/pitfalls.py) do not count:
+    a solution line they showed would otherwise make itself no secret."""
     text = []
     for path in sorted((ROOT / "course").glob("*/*.ipynb")):
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-            text.append(" ".join("".join(cell["source"]).split()))
+            if "pitfalls" not in cell.get("metadata", {}).get("tags", []):
+                text.append(" ".join("".join(cell["source"]).split()))
     return "\n".join(text)
 
 

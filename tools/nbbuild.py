@@ -233,6 +233,7 @@ def build(source_path):
             raise BuildError(f"{name}: the answer cell of Exercise {number} ({graded.title}) must show the "
                              f"variable students define above `### BEGIN SOLUTION`, with `...` for the answer, "
                              f"e.g. `{graded.name} = [...]  # your answer: ...`")
+    insert_pitfalls(nb, source_path)  # the generated "Common pitfalls" section, before the summary
     add_concept_checks(nb, declared_exercises, name)  # keep last: it goes after any generated section
     nbformat.validate(nb)
     return nb
@@ -280,6 +281,18 @@ def _summary(nb, name):
         if found:
             return i
     raise BuildError(f"{name}: no `## Summary` section to put the concept check after the lesson before")
+
+
+def insert_pitfalls(nb, source_path):
+    """The "Common pitfalls" cell, generated from the catalog of mistakes (tools/pitfalls.py)."""
+    tools = str(Path(__file__).resolve().parent)
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    import pitfalls
+    try:
+        pitfalls.insert(nb, source_path)
+    except ValueError as exc:
+        raise BuildError(str(exc)) from None
 
 
 def target_of(source_path):
