@@ -25,6 +25,7 @@ import dataclasses
 import io
 import math
 import sys
+import time
 import traceback
 import types
 import warnings
@@ -265,6 +266,13 @@ class Attempt:
     forbidden: tuple = ()
     postprocess: object = None
     names: tuple = None
+    others: tuple = ()  # the part's other cases, on which a probe's finding is confirmed (Attempt.on)
+    reference: object = None
+    case_sizes: dict = field(default_factory=dict)  # the sizes the case gives, by name (checks.sizes)
+
+    @property
+    def sizes(self):
+        return self.case_sizes
 
     @property
     def float32(self):
@@ -291,6 +299,13 @@ class Attempt:
     def rerun(self, args, kwargs=None, student=None):
         """The answer (or `student`) run again, safely, on other inputs: an Outcome."""
         return run_student(self.student if student is None else student, args, kwargs or {}, self.forbidden)
+
+    def on(self, case):
+        """The same answer on another case: an Attempt with its output (or error) and the reference's."""
+        outcome = self.rerun(_copy(case.args), _copy(case.kwargs))
+        expected = self.output(self.reference(*_copy(case.args), **_copy(case.kwargs)))
+        got = None if outcome.error is not None else self.output(outcome.value)
+        return dataclasses.replace(self, case=case, got=got, expected=expected, error=outcome.error, others=())
 
 
 @dataclass
@@ -330,6 +345,7 @@ class Checker:
         self.diagnoses = []  # the diagnoses shown so far (each explained once)
         self.misconceptions = []  # the catalog mistakes named, each once
         self.weights = dict(getattr(exercise, "weights", None) or {})  # {part label: weight}, declared
+        self.sizes = dict(getattr(exercise, "sizes", None) or {})  # the sizes its cases give (checks.sizes)
 
     # finding the answer
     def find(self, obj, name, kind="function"):
@@ -408,7 +424,7 @@ class Checker:
         """
         if self.stopped:
             return False
-        cases = self.to_run(cases)
+        every, cases = list(cases), self.to_run(cases)  # every case, hidden ones too, confirms a probe's finding
         for case in cases:
             recording.saw(self.exercise, label, case, reference)
             args = _copy(case.args)
@@ -418,7 +434,8 @@ class Checker:
             if postprocess is not None:
                 expected = postprocess(expected)
             attempt = Attempt(self.name, case, expected=expected, student=student, forbidden=tuple(forbidden),
-                              postprocess=postprocess, names=names)
+                              postprocess=postprocess, names=names, reference=reference,
+                              others=tuple(c for c in every if c is not case))
             if outcome.error is not None:
                 if outcome.delegated or isinstance(outcome.error, NotImplementedError):
                     self._explain_error(outcome)
@@ -429,17 +446,44 @@ class Checker:
                 return self.part(label, False, _join(case, msg, self.likely_cause(mistake)), weight, cases, case, robust)
             got = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
             attempt.got = got
+            attempt.case_sizes = self._case_sizes(reference, case)
             problem = compare(got, expected, case.float32, names)
+            if problem and "shape: expected" in problem:
+                problem = _with_shape_reason(problem, got, expected, names, attempt.case_sizes)
             if problem:
                 mistake = (diagnose(got, catalog, case, case.float32, postprocess,
                                     others=[c for c in cases if c is not case], student=student, forbidden=forbidden)
-                           or (None if _other_structure(got, expected) else _probes.find_slip(probes, attempt)))
+                           or (None if _other_structure(got, expected) else _probes.find_slip(probes, attempt))
+                           or (None if _other_structure(got, expected) else self._locate(attempt, reference)))
                 return self.part(label, False, _join(case, problem, self.likely_cause(mistake)), weight, cases, case, robust)
             if not _inputs_untouched(args, case.args):
                 self.note("your function changed one of its input arrays in place; "
                           "callers do not expect that (use x = x - ... rather than x -= ...).")
             self._audit(probes, attempt, reference)
         return self.part(label, True, "", weight, cases, robust=robust)
+
+    TRACE_SECONDS = 1.0  # for the tracer, over the whole check: a failing exercise is diagnosed within ~2 s
+
+    def _locate(self, attempt, reference):
+        """The tracer's finding (probes.locate), within what is left of the check's time for it."""
+        left = self.TRACE_SECONDS - getattr(self, "_traced", 0.0)
+        if left < 0.1:
+            return None
+        start = time.perf_counter()
+        try:
+            return _probes.locate(attempt, reference, seconds=left)
+        finally:
+            self._traced = getattr(self, "_traced", 0.0) + time.perf_counter() - start
+
+    def _case_sizes(self, reference, case):
+        """{size name: value} the case gives (the exercise's `sizes` declaration), {} when it declares none."""
+        if not self.sizes:
+            return {}
+        from .sizes import case_sizes
+        try:
+            return case_sizes(self.sizes, reference, case)
+        except Exception:
+            return {}
 
     def _audit(self, probes, attempt, reference):
         """Tests only (inside probes.audit()): run the probes on a passing case, on the answer's output
@@ -584,6 +628,17 @@ def with_cause(text, diagnosis):
 
 def _join(case, problem, diagnosis):
     return with_cause(f"[{case.label}] {problem}", diagnosis)
+
+
+def _with_shape_reason(problem, got, expected, names, sizes):
+    """The shape message, followed by which axis is missing, extra or misplaced and its usual cause."""
+    pairs = list(zip(got, expected)) if isinstance(expected, tuple) and isinstance(got, (tuple, list)) else [(got, expected)]
+    for g, e in pairs:
+        g_arr, e_arr = _as_array(g), np.asarray(e) if not isinstance(e, tuple) else None
+        if g_arr is not None and e_arr is not None and g_arr.shape != e_arr.shape:
+            reason = _probes.explain_shape(g_arr.shape, e_arr.shape, sizes)
+            return f"{problem}: {reason}" if reason else problem
+    return problem
 
 
 def _other_structure(got, expected):

@@ -13,7 +13,8 @@ from .core import Case, Checker, rebind
 from .exercises import Exercise
 from .fixtures import generator
 from .ordering import Ordering, Step
-from .probes import (Axis, MaskedKeysZero, Missing, NotFinite, Probes, RowsSumToOne, Scale, Swapped,
+from .probes import (Axis, Constant, Fitted, MaskedKeysZero, Missing, NotFinite, Probes, RowsSumToOne, Scale, Swapped,
+                     Variants,
                      argument)
 
 
@@ -173,6 +174,31 @@ def check_scaled_dot_product_attention(scaled_dot_product_attention=None, *, poi
 
 
 # -- Exercise 1.3 -------------------------------------------------------------------------------------
+def positions_model(k, n, d):
+    """sinusoidal_positions with knobs: base (10000), exponent (how 2i/d is computed: "2i/d", "2i//d" in
+    integer division, "i/d" without the 2), swap (True: cos on the even columns, sin on the odd)."""
+    pos = np.arange(int(n), dtype=np.float64)[:, None]  # (n, 1)
+    two_i = np.arange(0, int(d), 2)  # (ceil(d/2),)
+    form = k.get("exponent", "2i/d")
+    expo = {"2i/d": two_i / d, "2i//d": (two_i // d).astype(np.float64), "i/d": (two_i // 2) / d}[form]
+    angles = pos / np.power(k.get("base", 10000.0), expo)  # (n, ceil(d/2))
+    first, second = (np.cos, np.sin) if k.get("swap") else (np.sin, np.cos)
+    pe = np.zeros((int(n), int(d)))
+    pe[:, 0::2] = first(angles)
+    pe[:, 1::2] = second(angles[:, : int(d) // 2])
+    return pe
+
+
+POSITIONS_PROBES = Probes(
+    positions_model,
+    Variants("exponent", [
+        ("integer_division", {"exponent": "2i//d"}, "the exponent uses integer division, `2i // d`: it is 0 for every "
+         "column (2i < d), so every column has the same wavelength. Divide as floats: 2i / d."),
+        ("sin_cos_swapped", {"swap": True}, "sine and cosine are exchanged: the even columns (0, 2, 4, ...) hold the "
+         "sine, the odd ones the cosine.")]),
+    Fitted(Constant("base", "the base of the wavelengths", "10000", 10000.0, lo=2.0, hi=1e8)))
+
+
 SINUSOIDAL_POSITIONS = Exercise("1.3", "sinusoidal_positions", points=2, reference=layers.sinusoidal_positions,
                                 sizes={"n": "n", "d": "d"})
 
@@ -182,7 +208,8 @@ def check_sinusoidal_positions(sinusoidal_positions=None, *, points=None, hidden
     """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same)."""
     c = Checker(SINUSOIDAL_POSITIONS, points, hidden)
     fn = c.find(sinusoidal_positions, "sinusoidal_positions")
-    common = dict(catalog=CATALOG["sinusoidal_positions"], forbidden=[layers.sinusoidal_positions])
+    common = dict(catalog=CATALOG["sinusoidal_positions"], forbidden=[layers.sinusoidal_positions],
+                  probes=POSITIONS_PROBES)
     ref = layers.sinusoidal_positions
     c.check_cases("even width", fn, ref, [Case("n=6 positions, d=8", (6, 8)),
                                           Case("n=50, d=16", (50, 16)),

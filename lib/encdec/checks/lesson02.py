@@ -20,8 +20,8 @@ from .core import Case, Checker, rebind, run_student
 from .exercises import Exercise
 from .fixtures import generator, randomize
 from .ordering import Ordering, Step
-from .probes import (Activation, AdditiveMask, Axis, Causal, HeadsCompared, MaskedKeysZero, Missing,
-                     NotFinite, Probes, RowsSumToOne, Scale, Swapped, Transposed, Variants, argument)
+from .probes import (Activation, AdditiveMask, Axis, Causal, Constant, Fitted, HeadsCompared, MaskedKeysZero,
+                     Missing, NotFinite, Probes, RowsSumToOne, Scale, Swapped, Transposed, Variants, argument)
 
 # Earlier exercises a student's answer may call: each runs as the reference while a later
 # exercise is checked, so a mistake is charged once, where it was made.
@@ -75,8 +75,22 @@ RMS_NORM_PROBES = Probes(
     NotFinite("Look for a division by zero: eps goes under the square root, so a row of zeros stays finite."))
 
 
-GELU_PROBES = Probes(lambda k, x: k.get("activation", layers.gelu)(x),
+def gelu_model(k, x):
+    """GELU with knobs: activation (another function altogether), and the formula's constants half (0.5),
+    factor (sqrt(2/pi)), cubic (0.044715) and power (3)."""
+    if "activation" in k:
+        return k["activation"](x)
+    x = np.asarray(x, dtype=np.float64)
+    inner = k.get("factor", np.sqrt(2.0 / np.pi)) * (x + k.get("cubic", 0.044715) * x ** k.get("power", 3))
+    return k.get("half", 0.5) * x * (1.0 + np.tanh(inner))
+
+
+GELU_PROBES = Probes(gelu_model,
                      Activation("the tanh form of GELU, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),
+                     Fitted(Constant("factor", "the factor inside the tanh", "√(2/π)", np.sqrt(2.0 / np.pi)),
+                            Constant("cubic", "the coefficient of x³", "0.044715", 0.044715),
+                            Constant("power", "the power of x in the correction term", "3", 3.0, lo=0.5, hi=6, log=False),
+                            Constant("half", "the factor in front", "1/2", 0.5)),
                      NotFinite("For large |x| the formula stays finite: look for an exp() that overflows."))
 
 

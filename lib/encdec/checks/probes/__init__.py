@@ -54,13 +54,15 @@ from .base import (Finding, Knobs, NO_PROBES, Probe, Probes, Property, Variant, 
                    model_problem, quiet, replaced)
 from .behaviour import Calls, DecodedRows, Invariant, Proportional
 from .combos import Combos, EachOutput, combos
+from .constants import Constant, Fitted, name_number
 from .judging import find_slip
 from .properties import AdditiveMask, Causal, HeadsCompared, MaskedKeysZero, NotFinite, RowsSumToOne
-from .shapes import ERROR_PROBES, FailedProduct, ShapeError, TorchShapeError
+from .shapes import ERROR_PROBES, FailedProduct, ShapeError, TorchShapeError, explain_shape
+from .tracer import locate
 from .variants import ACTIVATIONS, Activation, Axis, Missing, Scale, Swapped, Transposed, Variants
 
 __all__ = ["ACTIVATIONS", "ERROR_PROBES", "NO_PROBES", "Activation", "AdditiveMask", "Axis", "Calls", "Causal",
-           "Combos", "DecodedRows", "EachOutput", "FailedProduct", "Finding", "HeadsCompared", "Invariant", "Knobs",
+           "Combos", "Constant", "Fitted", "name_number", "explain_shape", "DecodedRows", "EachOutput", "FailedProduct", "Finding", "HeadsCompared", "Invariant", "Knobs",
            "MaskedKeysZero", "Missing", "NotFinite", "Probe", "Probes", "Property", "Proportional", "RowsSumToOne",
            "Scale", "ShapeError", "Swapped", "TorchShapeError", "Transposed", "Variant", "Variants", "argument",
-           "attribute", "audit", "auditing", "combos", "find_slip", "model_problem", "quiet", "replaced"]
+           "attribute", "audit", "auditing", "combos", "find_slip", "locate", "model_problem", "quiet", "replaced"]

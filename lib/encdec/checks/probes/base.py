@@ -200,9 +200,31 @@ class Variant(Probe):
         if probes.model is None:
             return None
         for detail, diagnosis, knobs in self.variants(attempt, probes):
-            if self.matches(attempt, probes, knobs):
+            if self.matches(attempt, probes, knobs) and self.confirmed(attempt, probes, detail):
                 return self.finding(attempt, detail, diagnosis)
         return None
+
+    needs_confirmation = False  # True: a finding needs another failing case it also explains
+
+    def confirmed(self, attempt, probes, detail):
+        """False when the same variant does not explain the answer on another case of the part where the
+        answer also fails: a variant that fits one case by a coincidence of its numbers (d_k ** 0.25 =
+        sqrt(d_v) when d_k = 4 and d_v = 2) is not the slip. When no other case can tell: True, unless
+        the kind needs confirmation (a factor named after a size, which numbers alone can imitate)."""
+        for case in getattr(attempt, "others", ())[:3]:
+            if attempt.reference is None:
+                return True
+            try:
+                other = attempt.on(case)
+            except Exception:
+                continue
+            if other.error is None and other.is_expected(other.got):
+                continue  # the answer is right there: that case tells nothing
+            for again, _, knobs in self.variants(other, probes):
+                if again == detail:
+                    return self.matches(other, probes, knobs)
+            # the variant does not apply there (a swap of arrays that differ in shape on that case): it tells nothing
+        return not self.needs_confirmation
 
     @staticmethod
     def matches(attempt, probes, knobs):

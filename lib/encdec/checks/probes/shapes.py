@@ -247,3 +247,55 @@ class FailedProduct(Probe):
                     return Finding(attempt.exercise, diagnosis.key, diagnosis.diagnosis, where)
                 return self.finding(attempt, detail, diagnosis, where)
         return None
+
+
+# -- a shape that is not the expected one, explained -------------------------------------------------------
+def _named(size, sizes):
+    """'n = 5' when one size of the case is `size` (the exercise's sizes), else str(size)."""
+    names = [name for name, value in (sizes or {}).items() if value == size and not name.startswith("B")]
+    return f"{size} ({' or '.join(names)})" if names else str(size)
+
+
+def explain_shape(got, expected, sizes=None):
+    """Which axis is missing, extra or out of place in `got` compared with `expected` (two shapes), and what
+    usually causes it, in the case's own size names; "" when nothing simple explains it."""
+    got, expected = tuple(got), tuple(expected)
+    if len(got) == len(expected) - 1:
+        for k in range(len(expected)):
+            if expected[:k] + expected[k + 1:] == got:
+                size = expected[k]
+                if size == 1:
+                    return (f"an axis of size 1 is missing at position {k} of {expected}: a mask keeps the axes it "
+                            "broadcasts over, the heads' axis and, for a padding mask, the queries' ((B, 1, 1, n) for "
+                            "the encoder's, (B, 1, m, m) for the decoder's); after a sum, max or mean, keepdims=True "
+                            "keeps the axis")
+                if k == 0:
+                    return (f"the leading axis of size {_named(size, sizes)} is missing: a batch was treated as one "
+                            "example (an index [0], a squeeze, or a reshape that drops it)")
+                return (f"the axis of size {_named(size, sizes)} at position {k} is missing: a reduction over it (a sum "
+                        "or mean without keepdims), or an index that picks one entry of it")
+    if len(got) == len(expected) + 1:
+        for k in range(len(got)):
+            if got[:k] + got[k + 1:] == expected:
+                size = got[k]
+                if size == 1 and k == 0:
+                    return ("there is an extra leading axis of size 1: an unbatched input was given a batch axis "
+                            "([None], np.newaxis, reshape(1, ...)) that is not removed before returning")
+                if size == 1:
+                    return (f"there is an extra axis of size 1 at position {k}: keepdims=True where the axis should "
+                            "go, or a [..., None] too many")
+                return f"there is an extra axis of size {_named(size, sizes)} at position {k}"
+    if len(got) == len(expected) and sorted(got) == sorted(expected):
+        moved = [k for k in range(len(got)) if got[k] != expected[k]]
+        if len(moved) == 2:
+            a, b = moved
+            return (f"axes {a} and {b} are exchanged ({_named(got[a], sizes)} where {_named(expected[a], sizes)} "
+                    "belongs): a transpose too many or too few, or a reshape where an axis swap was meant")
+        return "the axes are in another order: a reshape where a transpose (np.swapaxes) was meant?"
+    if len(got) == len(expected):
+        diff = [k for k in range(len(got)) if got[k] != expected[k]]
+        if len(diff) == 1:
+            k = diff[0]
+            return (f"axis {k} has size {_named(got[k], sizes)} where {_named(expected[k], sizes)} is expected: a size "
+                    "read from another axis or another array")
+    return ""

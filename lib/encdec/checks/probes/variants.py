@@ -208,6 +208,7 @@ class Scale(Variant):
     what: what is scaled ("the scores"); knob: the model's knob for the factor."""
 
     kind = "scale"
+    needs_confirmation = True  # a size's square root can be another size's fourth root on one case
 
     def __init__(self, candidates, what="the scores", knob="scale", fit=True):
         self.candidates, self.what, self.knob, self.fit = candidates, what, knob, fit
@@ -232,8 +233,11 @@ class Scale(Variant):
         factor = self._fit(attempt, probes)
         if factor is None or not self.matches(attempt, probes, Knobs(**{self.knob: factor})):
             return None
+        from .constants import name_number
+        named = name_number(factor, getattr(attempt, "sizes", None))
+        shown = f"{factor:.4g}" + (f" = {named}" if named else "")
         return self.finding(attempt, "other", (
-            f"{self.what} are multiplied by {factor:.4g} where {label} = {right_factor:.4g} is right "
+            f"{self.what} are multiplied by {shown} where {label} = {right_factor:.4g} is right "
             f"({factor / right_factor:.4g} times the right factor). Scale them by {label} exactly once."))
 
     def _fit(self, attempt, probes):
