@@ -164,6 +164,8 @@ def misconception_counts(rows, maxima, out):
         seen = set()
         for record in row_records(row, maxima, out).values():
             for m in record.misconceptions:
+                if m.key.startswith("trace:"):  # where the answer went wrong, not a misconception to count
+                    continue
                 key = (row.assignment, record.heading, m.key)
                 seen.add(key)
                 words.setdefault(key, m.diagnosis)
