@@ -583,14 +583,10 @@ print("weights back to NumPy unchanged:", all(np.array_equal(back.parameters()[k
 # 1. apply the encoder's final RMSNorm: the result is H_enc
 # 2. multiply by E transposed (the tied output head): logits over the vocabulary
 # 3. add the sinusoidal position encodings
-# 4. run the N decoder blocks on the embedded target inputs; each cross-attends to H_enc
+# 4. embed the target inputs the same way (rows of E times sqrt(d_model), plus the positions), and run the N decoder blocks on them; each cross-attends to H_enc
 # 5. look up each source token's row of E and multiply it by sqrt(d_model)
 # 6. apply the decoder's final RMSNorm
 # 7. run the N encoder blocks, each on the previous block's output
-#
-# The list follows the source from its token ids (steps 5 and 3). The target inputs are embedded the
-# same way, their rows of $E$ scaled by $\sqrt{d_{\text{model}}}$ and the positions added; step 4 takes
-# that as done, and it can happen at any time before step 4.
 #
 # Practise with the widget (instant feedback, grades nothing), then write your answer as a list of the
 # step numbers above, in order, in the answer cell.

@@ -530,9 +530,10 @@ FORWARD_ORDER = Ordering(
              "The encoder blocks read position-aware vectors, so the embedding and the positions come first."),
         Step("apply the encoder's final RMSNorm: the result is H_enc",
              "The final norm closes the encoder stack: it normalises the output of the last encoder block."),
-        Step("run the N decoder blocks on the embedded target inputs; each cross-attends to H_enc",
+        Step("embed the target inputs the same way (rows of E times sqrt(d_model), plus the positions), and run "
+             "the N decoder blocks on them; each cross-attends to H_enc",
              "Every decoder block reads H_enc in its cross-attention, so the whole encoder, final norm "
-             "included, must be finished first."),
+             "included, must be finished first (the target inputs may be embedded at any time before)."),
         Step("apply the decoder's final RMSNorm",
              "The decoder's final norm normalises the output of the last decoder block, so the whole "
              "decoder stack (which needs the finished encoder) comes first."),
