@@ -14,7 +14,7 @@ LAB_PORT  ?= 8888
 LAB_ARGS  ?=
 LAB_DIR   ?= course
 
-.PHONY: help install lab test notebooks release autograde collect grade validate bench capstone gpu-check test-browser clean \
+.PHONY: help install lab test notebooks release autograde collect grade validate bench capstone gpu-check ablations test-browser clean \
 	class class-stop release-feedback export site
 
 help:
@@ -30,7 +30,8 @@ help:
 	@echo "make release-feedback  the feedback pages back to the students through the exchange"
 	@echo "make export       grades.csv and canvas.csv (Canvas's gradebook import) from the gradebook"
 	@echo "make validate     nbgrader validate on course/; fails when a test fails"
-	@echo "make capstone     train the PyTorch model (GPU when present) and write a report"
+	@echo "make capstone     train the PyTorch model (GPU when present) and write a report (TASK=numbers: English -> German numbers)"
+	@echo "make ablations    train the ablation ladder (reversal task, 3 seeds) into lib/encdec/data/ablations.json"
 	@echo "make bench        speed and throughput figures, side by side"
 	@echo "make test-browser the lessons in JupyterLab, driven in chromium"
 	@echo "make site         the course as a static website in build/site/ (open build/site/index.html)"
@@ -152,8 +153,15 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py $(BENCH)
 
 # Train the capstone model (cuda when available, else CPU) and write runs/capstone/report.json.
+# TASK=numbers: English number words -> German (runs/capstone-numbers/report.json).
+TASK ?=
 capstone: $(STAMP)
-	$(BIN)/python -m encdec.capstone $(CAPSTONE_ARGS)
+	$(BIN)/python -m encdec.capstone $(if $(TASK),--task $(TASK),) $(CAPSTONE_ARGS)
+
+# The ablation ladder (encdec.ablation_runs): every row, 3 seeds, into lib/encdec/data/ablations.json.
+# ABLATIONS_ARGS="--smoke --only 'one head'" for a quick check of the machinery.
+ablations: $(STAMP)
+	nice -n 10 $(BIN)/python -m encdec.ablation_runs $(ABLATIONS_ARGS)
 
 # The same default training, forced onto the GPU; fails when there is none.
 gpu-check: $(STAMP)

@@ -1,6 +1,7 @@
 """What a capstone run leaves on disk: the resumable checkpoint (model, optimizer, counters and the
 dropout generator, written with torch.save) and the exported weights (float32 arrays with their
-configuration in a pickle-free .npz, the form the course ships in data/capstone_dates.npz)."""
+configuration in a pickle-free .npz, the form the course ships in data/capstone_dates.npz and
+data/capstone_numbers.npz)."""
 
 import json
 import os
@@ -9,12 +10,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import dates
 from ..model import ModelConfig
 from ..torch_model import Seq2Seq, load_numpy_parameters, numpy_parameters
 from .config import TrainConfig
+from .tasks import get as get_task
+from .tasks import info as task_info
 
-PRETRAINED = Path(__file__).resolve().parent.parent / "data" / "capstone_dates.npz"
+PRETRAINED = task_info("dates").pretrained  # data/capstone_dates.npz
+PRETRAINED_NUMBERS = task_info("numbers").pretrained  # data/capstone_numbers.npz
 
 
 # -- the resumable checkpoint ----------------------------------------------------------------------
@@ -64,21 +67,25 @@ def export_weights(model, path, config, summary=None):
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {name: v.astype(np.float32) for name, v in numpy_parameters(model).items()}
     meta = {"model_config": config.model_config().to_dict(), "train_config": config.to_dict(),
-            "vocab": dates.VOCAB, "summary": summary or {}}
+            "vocab": get_task(config.task).VOCAB, "summary": summary or {}}
     np.savez_compressed(path, __meta__=np.array(json.dumps(meta)), **arrays)
     return path
 
 
-def load_weights(path=None, device="cpu", dtype=torch.float32):
-    """A trained torch twin from an exported .npz (default: the checkpoint shipped with the course).
+def load_weights(path=None, device="cpu", dtype=torch.float32, task=None):
+    """A trained torch twin from an exported .npz (default: the checkpoint shipped with the course for
+    `task`, the dates task unless told; task="numbers": data/capstone_numbers.npz).
 
     Returns (model in eval mode, meta dict with model_config, train_config, vocab, summary).
     """
-    path = PRETRAINED if path is None else Path(path)
+    path = task_info(task or "dates").pretrained if path is None else Path(path)
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["__meta__"]))
         params = {k: data[k] for k in data.files if k != "__meta__"}
-    if meta["vocab"] != dates.VOCAB:
+    trained_on = meta["train_config"].get("task", "dates")  # weights exported before tasks existed: dates
+    if task is not None and trained_on != task:
+        raise ValueError(f"{path} holds a model of the {trained_on} task, not of the {task} task")
+    if meta["vocab"] != get_task(trained_on).VOCAB:
         raise ValueError(f"{path} was trained with a different vocabulary")
     model = Seq2Seq(ModelConfig(**meta["model_config"])).to(device=device, dtype=dtype)
     return load_numpy_parameters(model, params).eval(), meta

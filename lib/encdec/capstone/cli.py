@@ -3,11 +3,12 @@ that NumPy, torch on the CPU and torch on the GPU compute the same function, up 
 
     python -m encdec.capstone                    # default run: cuda when available, else CPU
     python -m encdec.capstone --smoke            # the CI configuration (well under a minute)
+    python -m encdec.capstone --task numbers     # English number words -> German (encdec.numbers)
     python -m encdec.capstone --resume           # continue from runs/capstone/checkpoint.pt
     torchrun --nproc_per_node=2 -m encdec.capstone   # data-parallel: NCCL on GPUs, gloo on CPU
 
 The run writes OUT/report.json (device, steps, wall time, tokens/s, exact-match accuracy on the
-test split, parity figures), OUT/checkpoint.pt (resumable) and OUT/model.npz (the weights in
+test split, chrF and BLEU, parity figures), OUT/checkpoint.pt (resumable) and OUT/model.npz (the weights in
 float32 with their config, loadable without pickle; `--export PATH` copies it elsewhere).
 """
 
@@ -19,9 +20,10 @@ from pathlib import Path
 
 import torch
 
-from .config import DEFAULT, SMOKE
+from .config import PRESETS
 from .devices import DeviceUnavailable, device_name, pick_device, processes_from_env
 from .report import evaluate_and_report, summary_lines
+from .tasks import TASKS
 from .training import train
 
 
@@ -36,16 +38,19 @@ def dropout_rate(text):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m encdec.capstone", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", choices=sorted(TASKS), default="dates",
+                   help="dates (default: human dates -> ISO) or numbers (English number words -> German)")
     p.add_argument("--device", default=None, help="cuda, cuda:1, cpu (default: cuda when available, else cpu)")
     p.add_argument("--smoke", action="store_true", help="the small CI configuration (well under a minute)")
-    p.add_argument("--steps", type=int, help="training steps (default 800; smoke 150)")
+    p.add_argument("--steps", type=int, help="training steps (default 800, numbers 600; smoke 150)")
     p.add_argument("--batch-size", type=int, help="global batch size (default 128; smoke 64)")
     p.add_argument("--seed", type=int, help="seed for the weights, the splits and the batches (default 0)")
     p.add_argument("--dtype", choices=["float32", "float64"], help="training precision (default float32)")
     p.add_argument("--dropout", type=dropout_rate, metavar="RATE",
                    help="residual, attention and embedding dropout rate while training (default 0)")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (for GPUs); reported separately")
-    p.add_argument("--out", default="runs/capstone", help="output folder (default runs/capstone)")
+    p.add_argument("--out", default=None,
+                   help="output folder (default runs/capstone; runs/capstone-numbers for --task numbers)")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint.pt if it exists")
     p.add_argument("--stop-at", type=int, help="stop after this step, as an interrupted run would")
     p.add_argument("--export", help="also copy the trained weights (.npz, about 1 MB) to this path")
@@ -57,7 +62,7 @@ def parse_args(argv=None):
 
 
 def config_from_args(args):
-    base = SMOKE if args.smoke else DEFAULT
+    base = PRESETS[getattr(args, "task", "dates"), bool(args.smoke)]
     changes = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("seed", args.seed),
                                   ("dtype", args.dtype), ("dropout", args.dropout)) if v is not None}
     if args.bf16:
@@ -68,6 +73,8 @@ def config_from_args(args):
 def main(argv=None):
     started = time.perf_counter()
     args = parse_args(argv)
+    if args.out is None:
+        args.out = "runs/capstone" if args.task == "dates" else f"runs/capstone-{args.task}"
     config = config_from_args(args)
     procs = processes_from_env()
     try:

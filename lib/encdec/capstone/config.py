@@ -1,10 +1,12 @@
-"""What a capstone run is configured with: TrainConfig, and its two presets DEFAULT and SMOKE."""
+"""What a capstone run is configured with: TrainConfig, its presets DEFAULT and SMOKE (the dates task),
+and NUMBERS and NUMBERS_SMOKE (the numbers task, `--task numbers`)."""
 
 import dataclasses
 from dataclasses import dataclass
 
-from .. import dates
+from .. import dates, numbers
 from ..model import ModelConfig
+from .tasks import get as get_task
 
 
 @dataclass(frozen=True)
@@ -32,11 +34,13 @@ class TrainConfig:
     n_valid: int = 500  # validation examples used during training
     n_test: int = dates.N_TEST  # test examples in the final figure
     checkpoint_every: int = 200
+    task: str = "dates"  # the task trained on (encdec.capstone.tasks): "dates" or "numbers"
 
     def model_config(self):
-        return ModelConfig(vocab_size=dates.VOCAB_SIZE, d_model=self.d_model, n_heads=self.n_heads,
+        task = get_task(self.task)
+        return ModelConfig(vocab_size=task.VOCAB_SIZE, d_model=self.d_model, n_heads=self.n_heads,
                            d_ff=self.d_ff, n_encoder_layers=self.n_encoder_layers,
-                           n_decoder_layers=self.n_decoder_layers, pad_id=dates.PAD, dropout=self.dropout)
+                           n_decoder_layers=self.n_decoder_layers, pad_id=task.PAD, dropout=self.dropout)
 
     def to_dict(self):
         d = dataclasses.asdict(self)
@@ -47,3 +51,8 @@ class TrainConfig:
 DEFAULT = TrainConfig()
 SMOKE = TrainConfig(steps=150, batch_size=64, warmup=20, eval_every=0, n_valid=100, n_test=200,
                     checkpoint_every=50)
+# The numbers task: English number words -> German (encdec.numbers); docs/capstone.md, "The numbers task"
+NUMBERS = TrainConfig(task="numbers", steps=600, warmup=60, n_test=numbers.N_TEST, n_valid=numbers.N_VALID)
+NUMBERS_SMOKE = dataclasses.replace(SMOKE, task="numbers")
+PRESETS = {("dates", False): DEFAULT, ("dates", True): SMOKE,
+           ("numbers", False): NUMBERS, ("numbers", True): NUMBERS_SMOKE}

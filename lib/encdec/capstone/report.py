@@ -1,5 +1,6 @@
-"""The report of a finished run: exact match on the validation and test splits, the parity figures,
-OUT/report.json and OUT/model.npz, and the summary lines the command line prints."""
+"""The report of a finished run: exact match on the validation and test splits (overall, by group, the
+first errors), chrF and BLEU, the parity figures, OUT/report.json and OUT/model.npz, and the summary
+lines the command line prints."""
 
 import json
 import shutil
@@ -9,26 +10,30 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import dates
 from .checkpoints import export_weights
 from .devices import device_name, processes_from_env
 from .evaluation import exact_match
+from .metrics import scores
 from .parity import parity_report
+from .tasks import get as get_task
+from .tasks import info as task_info
 
 
 def evaluate_and_report(model, state, config, out, device, started, export=None, log=print):
     """Exact match on the validation and test splits, parity figures, report.json and model.npz."""
     out = Path(out)
-    test = dates.examples("test", config.seed, config.n_test)
-    valid = dates.examples("valid", config.seed, config.n_valid)
-    valid_em = exact_match(model, valid, device)[0]
-    test_em, by_format, preds = exact_match(model, test, device)
+    task, about = get_task(config.task), task_info(config.task)
+    test = task.examples("test", config.seed, config.n_test)
+    valid = task.examples("valid", config.seed, config.n_valid)
+    valid_em = exact_match(model, valid, device, task=task)[0]
+    test_em, by_group, preds = exact_match(model, test, device, task=task)
+    metrics = scores(preds, [t for _, t, _ in test])
     if valid_em >= 0.99 and state["time_to_99_valid_s"] is None:
         state["time_to_99_valid_s"] = state["train_time_s"]
-    parity = parity_report(model, test, bf16_device=device if config.bf16 else None)
+    parity = parity_report(model, test, bf16_device=device if config.bf16 else None, task=task)
     hist = state["history"]
     report = {
-        "task": "human-written dates -> ISO 8601 (dates.py); greedy decoding",
+        "task": about.description, "task_name": config.task,
         "device": torch.device(device).type, "device_name": device_name(device),
         "world_size": processes_from_env().world_size, "threads_per_process": torch.get_num_threads(),
         "torch": torch.__version__,
@@ -41,7 +46,10 @@ def evaluate_and_report(model, state, config, out, device, started, export=None,
         "loss_last": float(np.mean(hist["loss"][-5:])) if hist["loss"] else None,
         "valid_exact_match": valid_em, "valid_examples": len(valid),
         "test_exact_match": test_em, "test_examples": len(test),
-        "test_exact_match_by_format": by_format,
+        f"test_exact_match_by_{about.group}": dict(sorted(by_group.items())),
+        "test_chrf": metrics["chrf"], "test_bleu": metrics["bleu"],
+        "metrics": {**metrics, "note": "sacrebleu on the detokenised strings; BLEU on characters "
+                                       "(tokenize='char'), chrF with sacrebleu's defaults"},
         "time_to_99_valid_s": state["time_to_99_valid_s"],
         "test_errors": [{"source": s, "target": t, "predicted": p}
                         for (s, t, _), p in zip(test, preds) if p != t][:20],
@@ -49,7 +57,8 @@ def evaluate_and_report(model, state, config, out, device, started, export=None,
         "history": hist,
     }
     npz = export_weights(model, out / "model.npz", config,
-                         {"test_exact_match": test_em, "steps": state["step"], "device": report["device_name"]})
+                         {"test_exact_match": test_em, "test_chrf": metrics["chrf"], "test_bleu": metrics["bleu"],
+                          "steps": state["step"], "device": report["device_name"]})
     if export:
         Path(export).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(npz, export)
@@ -71,6 +80,7 @@ def summary_lines(report):
         f"loss              {report['loss_first']:.3f} -> {report['loss_last']:.4f}",
         f"exact match       test {report['test_exact_match']:.2%} ({report['test_examples']} examples), "
         f"validation {report['valid_exact_match']:.2%}",
+        f"chrF, BLEU        test {report['test_chrf']:.2f}, {report['test_bleu']:.2f} (sacrebleu; BLEU on characters)",
         f"NumPy vs torch    max |delta logits| {npt['max_abs_diff_logits']:.2e} (float64, tolerance "
         f"{npt['tolerance']:.0e}), greedy identical: {npt['greedy_identical']}",
     ]

@@ -15,13 +15,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .. import dates
 from ..model import shift_right
 from ..optim import warmup_cosine_schedule
 from ..torch_model import Seq2Seq
 from .checkpoints import load_checkpoint, save_checkpoint
 from .devices import bf16_autocast, pick_device, processes_from_env, tf32_disabled, torch_dtype
 from .evaluation import exact_match
+from .tasks import get as get_task
 
 
 # -- one training step -----------------------------------------------------------------------------
@@ -48,33 +48,36 @@ def learning_rate(step, config):
 def global_batch(batches, step, config, procs, device):
     """This process's rows of the step's global batch.
 
-    Returns (src (b, n), tgt_in (b, 11), tgt (b, 11), counts) with b = batch_size / world_size;
+    Returns (src (b, n), tgt_in (b, T), tgt (b, T), counts) with b = batch_size / world_size and T
+    the task's TARGET_LEN (11 for dates);
     counts = (target tokens, source tokens) of the whole global batch: the loss is averaged over
     the global target tokens, whatever the number of processes.
     """
     if config.batch_size % procs.world_size:
         raise ValueError(f"batch_size {config.batch_size} must be a multiple of the number of "
                          f"processes {procs.world_size}")
-    src, tgt = batches.batch(step, config.batch_size)  # (B, n), (B, 11)
-    counts = (int((tgt != dates.PAD).sum()), int((src != dates.PAD).sum()))
+    task = get_task(config.task)
+    src, tgt = batches.batch(step, config.batch_size)  # (B, n), (B, T)
+    counts = (int((tgt != task.PAD).sum()), int((src != task.PAD).sum()))
     b = config.batch_size // procs.world_size
     rows = slice(procs.rank * b, (procs.rank + 1) * b)
     src, tgt = src[rows], tgt[rows]
-    tgt_in = shift_right(tgt, dates.BOS)
+    tgt_in = shift_right(tgt, task.BOS)
     as_t = lambda a: torch.from_numpy(a).to(device, non_blocking=True)  # noqa: E731
     return as_t(src), as_t(tgt_in), as_t(tgt), counts
 
 
-def loss_and_stats(model, src, tgt_in, tgt, n_tokens, world_size=1, bf16=False):
-    """The loss whose DDP-averaged gradient equals the gradient of the global mean loss.
+def loss_and_stats(model, src, tgt_in, tgt, n_tokens, world_size=1, bf16=False, pad_id=0):
+    """The loss whose DDP-averaged gradient equals the gradient of the global mean loss (pad_id: the
+    task's PAD, 0 in both tasks).
 
     Returns (loss, local mean loss (detached), local token accuracy (detached)).
     """
     with bf16_autocast(src.device, bf16):
         logits = model(src, tgt_in)  # (b, m, V)
     logits = logits.float() if bf16 else logits
-    loss_sum = F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=dates.PAD, reduction="sum")
-    keep = tgt != dates.PAD
+    loss_sum = F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=pad_id, reduction="sum")
+    keep = tgt != pad_id
     with torch.no_grad():
         local = keep.sum().clamp(min=1)
         mean_loss = loss_sum.detach() / local
@@ -116,8 +119,9 @@ def train(config, out="runs/capstone", device=None, resume=False, stop_at=None, 
     if procs.world_size > 1:
         ddp = torch.nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None)
-    batches = dates.TrainingBatches(config.seed)
-    valid = dates.examples("valid", config.seed, config.n_valid)
+    task = get_task(config.task)
+    batches = task.TrainingBatches(config.seed)
+    valid = task.examples("valid", config.seed, config.n_valid)
     last = config.steps if stop_at is None else min(stop_at, config.steps)
     model.train()  # dropout at config.dropout while training; evaluation and decoding use eval mode
     bar = _progress(config.steps, step, enabled=progress and procs.main)
@@ -128,7 +132,8 @@ def train(config, out="runs/capstone", device=None, resume=False, stop_at=None, 
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(step, config)
         src, tgt_in, tgt, (n_target, n_source) = global_batch(batches, step, config, procs, device)
-        loss, mean_loss, accuracy = loss_and_stats(ddp, src, tgt_in, tgt, n_target, procs.world_size, config.bf16)
+        loss, mean_loss, accuracy = loss_and_stats(ddp, src, tgt_in, tgt, n_target, procs.world_size, config.bf16,
+                                                   task.PAD)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
@@ -149,7 +154,7 @@ def train(config, out="runs/capstone", device=None, resume=False, stop_at=None, 
             bar.update(1)
         paused = time.perf_counter()  # evaluation and checkpoints are not training time
         if config.eval_every and step % config.eval_every == 0 and step < config.steps and procs.main:
-            em = exact_match(model.eval(), valid, device, bf16=config.bf16)[0]
+            em = exact_match(model.eval(), valid, device, bf16=config.bf16, task=task)[0]
             model.train()
             hist["valid"].append([step, em])
             if em >= 0.99 and state["time_to_99_valid_s"] is None:
