@@ -243,11 +243,11 @@ def test_the_check_before_opens_the_lesson_and_the_check_after_closes_it(lesson)
     assert "setup" in ids[:start] and nb.cells[start + 3].source.startswith(f"## {int(lesson[:2])}.1 ")
     end = ids.index(f"md-{after.name}")
     assert ids[end:end + 3] == [f"md-{after.name}", after.answer_cell, after.grade_id]
-    assert nb.cells[end + 3].source.startswith("## Summary")
+    pitfalls = [i for i, c in enumerate(nb.cells) if "pitfalls" in c.metadata.get("tags", [])]
+    # the pitfalls explain the misconceptions the check's wrong options come from: they come after it
+    assert pitfalls == [end + 3] and nb.cells[end + 4].source.startswith("## Summary")
     graded = [c.metadata.nbgrader.grade_id for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert graded[0] == before.grade_id and graded[-1] == after.grade_id  # every exercise lies between them
-    pitfalls = [i for i, c in enumerate(nb.cells) if "pitfalls" in c.metadata.get("tags", [])]
-    assert all(i < end for i in pitfalls), "the check after the lesson comes after the pitfalls"
     for check, where in ((before, start), (after, end)):
         text = nb.cells[where].source
         assert f"### Exercise {check.number} — {check.title} (0 points)" in text

@@ -233,8 +233,10 @@ def build(source_path):
             raise BuildError(f"{name}: the answer cell of Exercise {number} ({graded.title}) must show the "
                              f"variable students define above `### BEGIN SOLUTION`, with `...` for the answer, "
                              f"e.g. `{graded.name} = [...]  # your answer: ...`")
-    insert_pitfalls(nb, source_path)  # the generated "Common pitfalls" section, before the summary
-    add_concept_checks(nb, declared_exercises, name)  # keep last: it goes after any generated section
+    # the check after the lesson first, then the pitfalls right before the summary: the pitfalls explain the
+    # very misconceptions the check's wrong options come from, so they must not come before it
+    add_concept_checks(nb, declared_exercises, name)
+    insert_pitfalls(nb, source_path)  # the generated "Common pitfalls" section, right before the summary
     nbformat.validate(nb)
     return nb
 
@@ -248,7 +250,7 @@ def is_concept_check(graded):
 def add_concept_checks(nb, declared_exercises, name):
     """Each concept check's cells (its questions, the answer cell, the test cell), written from its
     declaration: the check before the lesson right before §N.1, the one after it right before the
-    summary, so after anything generated ahead of the summary. A summary that shares its Markdown cell
+    summary (the pitfalls, inserted after it, then come between the two). A summary that shares its Markdown cell
     with the text before it gets a cell of its own."""
     for graded in declared_exercises.values():
         if not is_concept_check(graded):
