@@ -89,9 +89,10 @@ def merges(tok):
 
 
 # -- encoding ---------------------------------------------------------------------------------------
-def encode(tok, text, eos=False):
-    """Text -> ids (list of int), optionally followed by EOS. Characters the vocabulary lacks raise."""
-    alphabet = _alphabet(tok)
+def encode(tok, text, eos=False, alphabet=None):
+    """Text -> ids (list of int), optionally followed by EOS. Characters the vocabulary lacks raise
+    (alphabet: the vocabulary's characters, when the caller has them already)."""
+    alphabet = _alphabet(tok) if alphabet is None else alphabet
     missing = sorted({c for c in text if c not in alphabet and not c.isspace()})
     if missing:
         raise ValueError(f"character {missing[0]!r} in {text!r} is not in the vocabulary")
@@ -101,7 +102,8 @@ def encode(tok, text, eos=False):
 
 def encode_batch(tok, texts, eos=False, length=None):
     """Texts -> (B, T) int64 ids, right-padded with PAD like dates.pad_batch (T: the longest or `length`)."""
-    return pad_batch([encode(tok, t, eos) for t in texts], length)
+    alphabet = _alphabet(tok)
+    return pad_batch([encode(tok, t, eos, alphabet) for t in texts], length)
 
 
 def decode(tok, ids):
@@ -120,14 +122,9 @@ def tokens(tok, text):
     return tok.encode(text).tokens
 
 
-_ALPHABETS = {}
-
-
 def _alphabet(tok):
-    key = id(tok)
-    if key not in _ALPHABETS:
-        _ALPHABETS[key] = {s for s in vocab(tok)[len(SPECIALS):] if len(s) == 1} | {" "}
-    return _ALPHABETS[key]
+    """The characters a text may hold: the vocabulary's single characters, and the space."""
+    return {s for s in tok.get_vocab() if len(s) == 1} | {" "}
 
 
 # -- BPE in plain Python: one merge step -----------------------------------------------------------

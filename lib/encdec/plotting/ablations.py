@@ -66,14 +66,16 @@ def ablation_curves(results=None, rows=None):
         unknown = sorted(set(rows) - {r["name"] for r in doc["rows"]})
         raise ValueError(f"no row named {unknown}; the rows are {[r['name'] for r in doc['rows']]}")
     fig, (ax_em, ax_loss) = figure(1, 2, width=4.6, height=3.6)
-    cmap = _plt().get_cmap("tab10")
+    tab10 = _plt().get_cmap("tab10")
+    palette = [tab10(i) for i in range(10) if i != 7]  # tab10 without its grey, the reference's colour
     variants = [r for r in chosen if r["name"] != "full model"]
     for row in chosen:
         full = row["name"] == "full model"
         color = COLORS["reference"] if full else (COLORS["highlight"] if len(variants) == 1
-                                                   else cmap(variants.index(row) % 10))
+                                                   else palette[variants.index(row) % len(palette)])
         style = dict(color=color, linestyle=LINES["reference"] if full else LINES["measured"],
-                     linewidth=2.2 if full else 1.4, label=row["name"], zorder=3 if full else 2)
+                     linewidth=2.2 if full else 1.4, label=row["name"] + (" (reference)" if full else ""),
+                     zorder=3 if full else 2)
         for ax, key in ((ax_em, "exact_match"), (ax_loss, "eval_loss")):
             steps, mean, lo, hi = _band(row["runs"], "eval_step", key)
             ax.plot(steps, mean, marker=MARKERS["validation"], markersize=3, **style)
@@ -81,7 +83,7 @@ def ablation_curves(results=None, rows=None):
     ax_em.set(xlabel="training step", ylabel="held-out exact match", ylim=(-0.02, 1.02),
               title="exact match (greedy)")
     ax_loss.set(xlabel="training step", ylabel="held-out cross-entropy (nats per token)", yscale="log",
-                title="loss")
+                title="held-out loss")
     ax_loss.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     fig.suptitle(f"{doc['task']}: mean of {len(doc['seeds'])} seeds, band from lowest to highest", fontsize=9)
     return fig
