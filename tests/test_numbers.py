@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from encdec import capstone, numbers
+from encdec import capstone
+from encdec import number_words as numbers
 from encdec.capstone import metrics, translation
 
 pytestmark = pytest.mark.lesson10

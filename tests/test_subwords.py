@@ -4,7 +4,8 @@ task, and the plain-Python merge step that reproduces the library's merges."""
 import numpy as np
 import pytest
 
-from encdec import dates, numbers, subwords
+from encdec import dates, subwords
+from encdec import number_words as numbers
 
 pytestmark = pytest.mark.lesson10
 

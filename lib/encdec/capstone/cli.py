@@ -3,7 +3,7 @@ that NumPy, torch on the CPU and torch on the GPU compute the same function, up 
 
     python -m encdec.capstone                    # default run: cuda when available, else CPU
     python -m encdec.capstone --smoke            # the CI configuration (well under a minute)
-    python -m encdec.capstone --task numbers     # English number words -> German (encdec.numbers)
+    python -m encdec.capstone --task numbers     # English number words -> German (encdec.number_words)
     python -m encdec.capstone --resume           # continue from runs/capstone/checkpoint.pt
     torchrun --nproc_per_node=2 -m encdec.capstone   # data-parallel: NCCL on GPUs, gloo on CPU
 

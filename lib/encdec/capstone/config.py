@@ -4,7 +4,8 @@ and NUMBERS and NUMBERS_SMOKE (the numbers task, `--task numbers`)."""
 import dataclasses
 from dataclasses import dataclass
 
-from .. import dates, numbers
+from .. import dates
+from .. import number_words as numbers
 from ..model import ModelConfig
 from .tasks import get as get_task
 
@@ -51,7 +52,7 @@ class TrainConfig:
 DEFAULT = TrainConfig()
 SMOKE = TrainConfig(steps=150, batch_size=64, warmup=20, eval_every=0, n_valid=100, n_test=200,
                     checkpoint_every=50)
-# The numbers task: English number words -> German (encdec.numbers); docs/capstone.md, "The numbers task"
+# The numbers task: English number words -> German (encdec.number_words); docs/capstone.md, "The numbers task"
 NUMBERS = TrainConfig(task="numbers", steps=600, warmup=60, n_test=numbers.N_TEST, n_valid=numbers.N_VALID)
 NUMBERS_SMOKE = dataclasses.replace(SMOKE, task="numbers")
 PRESETS = {("dates", False): DEFAULT, ("dates", True): SMOKE,

@@ -1,7 +1,7 @@
 """The tasks a capstone run can train on, by name (TrainConfig.task, `--task`):
 
     dates      human-written dates -> ISO 8601 (encdec.dates, characters as tokens); the default
-    numbers    English number words -> German number words (encdec.numbers, BPE subwords)
+    numbers    English number words -> German number words (encdec.number_words, BPE subwords)
 
 Each task is a module with the same names: PAD, BOS, EOS, VOCAB, VOCAB_SIZE, TARGET_LEN, N_TEST,
 encode, decode, pad_batch, encode_pairs, examples(split, seed, n) -> (source, target, group) triples
@@ -28,7 +28,7 @@ class TaskInfo:
 TASKS = {
     "dates": TaskInfo("encdec.dates", "human-written dates -> ISO 8601 (dates.py); greedy decoding", "format",
                       DATA / "capstone_dates.npz"),
-    "numbers": TaskInfo("encdec.numbers", "English number words -> German number words (numbers.py, "
+    "numbers": TaskInfo("encdec.number_words", "English number words -> German number words (number_words.py, "
                         "BPE subwords); greedy decoding", "range", DATA / "capstone_numbers.npz"),
 }
 

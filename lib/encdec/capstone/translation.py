@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from .. import numbers
+from .. import number_words as numbers
 from .checkpoints import load_weights
 
 
@@ -22,7 +22,7 @@ def _shipped():
 
 def english_source(number_or_words):
     """The model's input for an int (432) or English words ('Four hundred and thirty-two'), normalised
-    as encdec.numbers writes its sources: lowercase, no commas, hyphens as spaces."""
+    as encdec.number_words writes its sources: lowercase, no commas, hyphens as spaces."""
     if isinstance(number_or_words, str) and number_or_words.strip().isdigit():
         number_or_words = int(number_or_words.strip())
     if not isinstance(number_or_words, str):
