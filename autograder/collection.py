@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .course import lessons as every_lesson
+from .jobs import Job
 
 STUB = "raise NotImplementedError"
 LMS_FILE = "lms.json"
@@ -37,7 +38,7 @@ CANVAS = re.compile(r"^(?P<lastfirst>[^_/]+?)(?P<late>_LATE)?_(?P<user_id>\d+)_(
 
 @dataclass
 class Collected:
-    jobs: list = field(default_factory=list)  # pipeline.Job, one per (student, assigned lesson)
+    jobs: list = field(default_factory=list)  # jobs.Job, one per (student, assigned lesson)
     notes: list = field(default_factory=list)  # what collection did that the instructor should know
 
 
@@ -103,7 +104,6 @@ def read_lms(folder):
 def collect(submitted, lessons, students=None, roster=()):
     """A job per (student, lesson) for the assigned `lessons`, for every student folder (those
     `students` names, when given) and every student on the roster; notes say what was done."""
-    from .pipeline import Job
     submitted = Path(submitted)
     found = Collected()
     course = every_lesson()

@@ -32,6 +32,7 @@ from pathlib import Path
 from sqlalchemy.exc import SAWarning
 
 from . import nbgrader_glue, records
+from .jobs import Row
 
 NOT_GRADED = "Not graded: "  # the start of the comment a failed or tampered submission gets
 SCHEMA = """
@@ -224,7 +225,6 @@ class CourseGradebook:
     def rows(self, lessons, students, maxima, run_rows=()):
         """A Row per (student, lesson): the latest attempt with nbgrader's scores (a manual score
         wins, as in nbgrader), or the run's own row for a job without a file, or 'missing'."""
-        from .pipeline import Row
         latest = self.latest()
         own = {(r.assignment, r.student_id): r for r in run_rows}
         scores = self._nbgrader_scores()

@@ -17,72 +17,16 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import collection, integrity, nbgrader_glue, records, sandbox
 from .audit import audit_notebook
 from .course import matching, source_facts
+from .jobs import Job, Outputs, Row  # noqa: F401 (Job and Outputs: the pipeline's interface too)
 
 DEFAULT_TIMEOUT = 600  # seconds per notebook, all cells (GRADE_TIMEOUT overrides it)
 WARM = ["nbgrader.apps", "nbgrader.api", "nbgrader.converters", "autograder.nbgrader_glue", "autograder.feedback"]
-
-
-@dataclass
-class Job:
-    """One (student, lesson) to grade."""
-
-    student: str
-    lesson: str
-    path: Path = None  # the submitted notebook; None when there is none
-    raw: bytes = None  # its bytes, read once: the pristine copy every later step uses
-    status: str = None  # why it cannot be graded, when that is known before grading
-    note: str = None  # said after "graded", e.g. that it came under another name
-    keep_demos: bool = False  # also run the cells tagged `demo` (slower; scores are the same)
-    timeout: int = None  # seconds for the whole notebook; None: GRADE_TIMEOUT, else DEFAULT_TIMEOUT
-    timestamp: object = None  # when it was submitted (datetime, UTC), from nbgrader's timestamp.txt
-    late: bool = False  # marked late where it was collected (an LMS's _LATE_ file name)
-
-
-@dataclass
-class Row:
-    """What grading made of one job: a line of grades.csv."""
-
-    assignment: str  # the lesson, NN_slug
-    student_id: str
-    status: str  # "graded", "graded (<note>)", "missing: …", "failed: …" or "tampered: …"
-    cells: dict = field(default_factory=dict)  # grade_id -> points nbgrader gave (every graded cell, once totalled)
-    score: float = 0.0  # the sum of cells; 0 unless graded
-    max_score: float = 0.0  # the lesson's points
-    seconds: float = 0.0  # wall time spent on this job
-    sandbox: str = ""  # how the kernel was contained (sandbox.describe), or "off (…)"
-    attempts: int = 0  # how many different files the student submitted for the lesson (gradebook.py)
-    late: bool = False  # submitted after the due date (nbgrader's), or marked late by the LMS
-    penalty: float = 0.0  # nbgrader's late-submission penalty, already taken off the score
-    submitted_at: str = ""  # the submission's timestamp, when one was given
-    audit: list = field(default_factory=list)  # audit.Finding: why a tampered row scores 0 (the student's page)
-    cautions: list = field(default_factory=list)  # the audit's cautions, for the instructor (report.md)
-
-    @property
-    def graded(self):
-        return self.status.startswith("graded")
-
-
-@dataclass(frozen=True)
-class Outputs:
-    """Where a run writes: graded notebooks, feedback, and its scratch space."""
-
-    autograded: Path
-    feedback: Path
-    work: Path
-
-    @classmethod
-    def under(cls, base):
-        base = Path(base)
-        return cls(base / "autograded", base / "feedback", base / ".work")
-
-    def graded_notebook(self, student, lesson):
-        return self.autograded / student / lesson / f"{lesson}.ipynb"
 
 
 @dataclass(frozen=True)

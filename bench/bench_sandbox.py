@@ -39,7 +39,7 @@ def kernel_start(repeats=8):
             for i in range(repeats):
                 for jailed in ((True, False) if i % 2 == 0 else (False, True)):
                     start = time.perf_counter()
-                    cell = sandbox._Cell(jail, library) if jailed else None
+                    cell = sandbox.Cell(jail, library) if jailed else None
                     for k in (sandbox.SANDBOX_ENV, "JUPYTER_PATH"):
                         os.environ.pop(k, None)
                         if cell:

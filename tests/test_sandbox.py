@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import sandbox
+from autograder import cgroups, sandbox
 from autograder.settings import Limits, mode, parse_size, size_text
 from nbtools import ROOT
 
@@ -55,7 +55,7 @@ def jailed(code, tmp_path, **limits):
         proc = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, timeout=60, env=env)
         return proc.returncode, proc.stdout, None
     jail = _jail(**limits)
-    cell = sandbox._Cell(jail, LIBRARY)
+    cell = sandbox.Cell(jail, LIBRARY)
     try:
         work = tmp_path / "work"
         work.mkdir(exist_ok=True)
@@ -141,7 +141,7 @@ def test_open_files_limit(tmp_path):
 
 
 def _needs_cgroups():
-    if not sandbox._cgroup_kind():
+    if not cgroups.kind():
         pytest.skip("no cgroups for the grader on this machine: memory and processes are limited by rlimits")
 
 

@@ -1,0 +1,145 @@
+"""Starting the sandbox for a run: is bubblewrap there, does a kernel's Python start in it here,
+and what every sandboxed job of the run shares (the Jail).
+
+    jail = start(library=...)      # raises Unavailable, saying why and what to do
+    jail.description               # what grades.csv records about it
+
+With a jail, every kernel a job starts runs in bubblewrap (jail.py launches it): its own PID
+namespace, no network, a read-only view of the Python environment and the course library, a
+private scratch folder and /tmp in memory, the unprivileged user 65534, and the limits of
+settings.Limits, enforced by cgroups where this machine lets the grader create them (memory,
+processes; cgroups.py) and by rlimits (open files, file size, CPU time).
+"""
+
+import compileall
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import cgroups
+from . import jail as launcher
+from .settings import Limits, size_text
+
+
+class Unavailable(RuntimeError):
+    """The sandbox cannot run on this machine; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Jail:
+    """What every sandboxed job of a run shares (picklable: the grading child gets it)."""
+
+    bwrap: str
+    launcher: str  # jail.py, from the run's snapshot of the grader
+    readonly: tuple  # the Python environment and the course library
+    limits: Limits
+    cgroups: str  # "v1", "v2" or "" (then rlimits stand in for memory and processes)
+    description: str = ""
+
+    def spec(self, folder, library):
+        return {"bwrap": self.bwrap, "readonly": list(self.readonly) + [str(library)],
+                "sockets": str(folder / "sockets"), "status": str(folder / "status.json"),
+                "pythonpath": str(library), "path": os.pathsep.join([str(Path(sys.executable).parent),
+                                                                      "/usr/local/bin", "/usr/bin", "/bin"]),
+                "tmpfs_size": self.limits.memory, "rlimits": _rlimits(self.limits, self.cgroups), "cgroups": []}
+
+
+def _python_paths():
+    """The folders the kernel's Python lives in: the venv and the installation it was made from."""
+    paths = set()
+    for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix):
+        paths.add(os.path.realpath(p))
+    paths.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
+    system = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
+    keep = sorted(p for p in paths if not any(p == s or p.startswith(s + "/") for s in system))
+    return tuple(p for p in keep if not any(p != q and p.startswith(q + "/") for q in keep))
+
+
+def _rlimits(limits, cgroup_kind):
+    """The rlimits the launcher sets: always open files, file size and CPU time; memory and
+    processes too where no cgroup holds them (processes only for a grader that is not root,
+    counted over its whole user, so with room for what already runs)."""
+    rl = {"open_files": limits.open_files, "file_size": limits.file_size, "cpu_time": limits.cpu_time}
+    if not cgroup_kind:
+        rl["memory"] = limits.memory  # per process: the memory it writes to
+        if os.getuid() != 0:
+            running = sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == os.getuid())
+            rl["processes"] = limits.processes + running
+    return rl
+
+
+def _owner(path):
+    try:
+        return path.stat().st_uid
+    except OSError:
+        return -1
+
+
+def describe(jail):
+    lim = jail.limits
+    how = "cgroup" if jail.cgroups else None
+    memory = f"memory {size_text(lim.memory)} " + (f"({how})" if how else "per process (rlimit)")
+    if how:
+        processes = f"processes {lim.processes} (cgroup)"
+    elif os.getuid() != 0:
+        processes = f"processes {lim.processes} (rlimit, counted with the grader's own)"
+    else:
+        processes = "processes not limited (no cgroup, and rlimits do not hold for root)"
+    version = ""
+    try:
+        version = subprocess.run([jail.bwrap, "--version"], capture_output=True, text=True, timeout=10).stdout.split()[-1]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        pass
+    return (f"bubblewrap {version}: pid, network, mount, user, ipc and uts namespaces; user {launcher.UID}; "
+            f"read-only Python and course library; scratch and /tmp in memory; limits: {memory}, {processes}, "
+            f"open files {lim.open_files}, file size {size_text(lim.file_size)}, CPU time {lim.cpu_time} s")
+
+
+def start(library, launcher_path=None, limits=None):
+    """The Jail for this run; raises Unavailable, saying why, where the sandbox cannot run."""
+    limits = limits or Limits.from_environment()
+    reason = None
+    bwrap = shutil.which("bwrap")
+    if not sys.platform.startswith("linux"):
+        reason = f"the sandbox needs Linux namespaces, and this is {sys.platform}"
+    elif bwrap is None:
+        reason = ("bubblewrap is not installed (on Debian or Ubuntu: sudo apt-get install bubblewrap; "
+                  "on Fedora: sudo dnf install bubblewrap)")
+    jail = None
+    if reason is None:
+        jail = Jail(bwrap, str(launcher_path or launcher.__file__), _python_paths(), limits, cgroups.kind())
+        reason = _probe(jail, library)
+    if reason is not None:
+        raise Unavailable(reason)
+    cgroups.remove_stale()
+    compileall.compile_dir(str(library), quiet=1)  # the kernels cannot write their own .pyc files there
+    return Jail(jail.bwrap, jail.launcher, jail.readonly, jail.limits, jail.cgroups, describe(jail))
+
+
+def _probe(jail, library):
+    """None when a kernel's Python starts in the sandbox here, else why not."""
+    folder = Path(tempfile.mkdtemp(prefix="ag-", dir=short_tmp()))
+    try:
+        (folder / "sockets").mkdir()
+        spec = jail.spec(folder, library)
+        argv = launcher.bwrap_argv(spec, str(folder / "sockets"), [sys.executable, "-c", "import ipykernel, numpy"])
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bubblewrap could not start ({exc})"
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+            return (f"bubblewrap cannot create the sandbox here ({last}); unprivileged user namespaces may be "
+                    "turned off (sysctl kernel.unprivileged_userns_clone=1), or grade as root")
+        return None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def short_tmp():
+    # unix socket paths hold at most 107 bytes: keep the job folder short
+    return "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
