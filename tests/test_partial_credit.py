@@ -50,9 +50,10 @@ def test_points_follow_the_rule_and_the_message(exercise, mistake):
         earned = exercise.points * sum(p["weight"] for p in parts if p["earned"]) / total
         assert score == math.floor(earned * 100 + 1e-6) / 100, text
         for p in parts:  # earned means passed, and a robust part waits for the ordinary ones
-            ordinary = all(q["passed"] for q in parts if not q["robust"])
-            assert p["earned"] == (p["passed"] and (not p["robust"] or ordinary)), text
-        if not any(p["passed"] for p in parts if not p["robust"]):
+            ordinary = all(q["passed"] for q in parts if q.get("values", True) and not q["robust"])
+            plain = p.get("values", True) and not p["robust"]
+            assert p["earned"] == (p["passed"] and (plain or ordinary)), text
+        if not any(p["passed"] for p in parts if p.get("values", True) and not p["robust"]):
             assert score == 0.0, f"{mistake.key} fails every ordinary part and keeps {score}:\n{text}"
     if score < exercise.points:
         said = [mistake.diagnosis] + [m["diagnosis"] for m in record["misconceptions"]]

@@ -311,7 +311,8 @@ class Attempt:
 @dataclass
 class Part:
     """One graded part of a check (a case group): its cases' outcomes ("passed", "failed", "not run")
-    in order. A `robust` part (large or tiny inputs, float32) counts only when every other part passed."""
+    in order. A `robust` part (large or tiny inputs, float32) counts only when every part of ordinary values
+    passed; `values` is False for a part that checks a rule rather than values (inputs left unchanged)."""
 
     label: str
     weight: float
@@ -319,6 +320,7 @@ class Part:
     message: str = ""
     cases: list = field(default_factory=list)  # [(label, hidden, outcome)]
     robust: bool = False
+    values: bool = True
 
 
 class Checker:
@@ -372,7 +374,7 @@ class Checker:
             self.notes.append(text)
 
     # recording parts
-    def part(self, label, ok, message="", weight=1.0, cases=(), failed=None, robust=False):
+    def part(self, label, ok, message="", weight=1.0, cases=(), failed=None, robust=False, values=True):
         """Record one part. `cases` are the cases the part ran through, in order; `failed` is the one
         it stopped at (the cases after it were not run); its weight is the exercise's declared weight
         for `label`, else `weight`. Returns ok."""
@@ -386,7 +388,7 @@ class Checker:
             else:
                 outcome = "passed"
             outcomes.append((case.label, bool(case.hidden), outcome))
-        self.parts.append(Part(label, weight, bool(ok), message, outcomes, robust))
+        self.parts.append(Part(label, weight, bool(ok), message, outcomes, robust, values))
         return ok
 
     def _explain_error(self, outcome):
@@ -536,8 +538,9 @@ class Checker:
     # the partial-credit rule, the one place it is written (AUTHORING.md, "How points are given"):
     # each part (case group) is worth the exercise's points times its weight over the sum of the weights
     # (weights are 1 unless the exercise's declaration says otherwise); a part is earned when every one of
-    # its cases passes; a robust part (large, tiny or float32 inputs) is earned only when every part that
-    # is not robust is earned too, so that handling extreme inputs is never worth points on its own.
+    # its cases passes; a robust part (large, tiny or float32 inputs) and a rule part (the inputs left
+    # unchanged) are earned only when every part of ordinary values is earned too, so that neither handling
+    # extreme inputs nor keeping a rule is worth points on its own.
     def worth(self, part):
         """The points `part` is worth."""
         total = sum(p.weight for p in self.parts)
@@ -545,7 +548,8 @@ class Checker:
 
     def earned(self, part):
         """Whether `part` earns its worth."""
-        return part.passed and (not part.robust or all(p.passed for p in self.parts if not p.robust))
+        ordinary = part.values and not part.robust
+        return part.passed and (ordinary or all(p.passed for p in self.parts if p.values and not p.robust))
 
     def score(self):
         if self.stopped or not self.parts:
@@ -581,8 +585,8 @@ class Checker:
             worth = f"[{_fmt_points(round(got, 2))} / {_fmt_points(round(self.worth(p), 2))}] "
         message, mark = p.message, PASS if p.passed else FAIL
         if p.passed and not self.earned(p):
-            message, mark = ("its cases pass, but it counts only once the answer is right on the ordinary inputs "
-                             "(the parts above)"), HELD
+            message, mark = ("it passes, but it counts only once the answer's values are right on the ordinary "
+                             "inputs (the parts above)"), HELD
         return f"  {mark} {worth}{p.label}" + (f": {message}" if message else "")
 
     def record(self):
@@ -591,7 +595,7 @@ class Checker:
             "schema": SCHEMA, "exercise": self.exercise, "title": self.title, "points": self.points,
             "score": self.score(), "hidden": bool(self.hidden), "status": self.status,
             "message": self.stopped or None,
-            "parts": [{"label": p.label, "weight": p.weight, "passed": p.passed, "robust": p.robust,
+            "parts": [{"label": p.label, "weight": p.weight, "passed": p.passed, "robust": p.robust, "values": p.values,
                        "worth": round(self.worth(p), 4), "earned": bool(self.earned(p)) and not self.stopped,
                        "cases": [{"label": label, "hidden": hidden, "outcome": outcome}
                                  for label, hidden, outcome in p.cases],

@@ -209,7 +209,28 @@ def check_adam_update(adam_update=None, *, points=None, hidden=False):
     c.check_cases("later steps with running averages", fn, ref, cases["later"], **common)
     c.check_cases("beta1, beta2 and eps are respected", fn, ref, cases["options"], **common)
     c.check_cases("tiny gradients and float32", fn, ref, cases["robust"], robust=True, **common)
+    _inputs_unchanged_part(c, fn, cases["later"][0], ("param", "grad", "m", "v"))
     return c.result()
+
+
+def _inputs_unchanged_part(c, fn, case, names):
+    """The statement's rule "do not change the inputs in place", as a part: the answer is called on copies of
+    the case's arrays, which must hold the same values afterwards."""
+    label = "the inputs are left unchanged (new arrays are returned)"
+    if c.stopped:
+        return
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+    before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    outcome = run_student(fn, tuple(args), dict(case.kwargs))
+    if outcome.error is not None:
+        c.part(label, False, c._explain_error(outcome), values=False)
+        return
+    changed = [name for name, a, b in zip(names, args, before) if isinstance(a, np.ndarray)
+               and not np.array_equal(a, b, equal_nan=True)]
+    c.part(label, not changed, values=False, message="" if not changed else (
+        f"[{case.label}] your function changed {', '.join(changed)} in place: the caller's arrays no longer hold "
+        "what they held. The statement asks for new arrays: write param = param - ..., m = beta1 * m + ..., not "
+        "param -= ... or m *= ..., which write into the caller's arrays."))
 
 
 # -- Exercise 8.3 -----------------------------------------------------------------------------------------

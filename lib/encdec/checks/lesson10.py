@@ -1203,8 +1203,8 @@ def decode_models():
 
     likes_specials = random_model(61, embedding_scale=0.3, scale=3.0, fan_in=True)
     likes_specials.embedding[[PAD, BOS]] *= 2.0
-    other_ids = random_model(256, embedding_scale=0.3, scale=3.0, fan_in=True, pad_id=OTHER_IDS["pad"])
-    other_ids.embedding[OTHER_IDS["eos"]] *= 1.5  # rows end at steps 2 and 4 and run to max_len; 2 is a plain token
+    other_ids = random_model(256, embedding_scale=0.3, scale=3.0, fan_in=True, pad_id=OTHER_IDS["pad"], eps=0.05)
+    other_ids.embedding[OTHER_IDS["eos"]] *= 1.5  # rows end at steps 2, 4 and 2; 2 is a plain token; eps 0.05 matters
     return {
         "wild": ending(236, 1.5),
         "other-ids": other_ids,
@@ -1231,7 +1231,8 @@ def decode_cases():
         "specials": [
             Case("2 sources, a random model that favours <bos> and <pad> (both must be banned)",
                  ("likes-specials", (8, [4, 3]), 6)),
-            Case("a model whose pad id is 3 (model.config.pad_id), decoding with <bos> 4 and <eos> 5: 3 padded sources",
+            Case("a model whose pad id is 3 (model.config.pad_id) and RMSNorm eps 0.05 (model.config.eps), decoding "
+                 "with <bos> 4 and <eos> 5: 3 padded sources",
                  ("other-ids", (9, [4, 2, 3]), 7))],
         "float32": [
             Case("the model of the first case in float32", ("wild", (236, [4, 2, 5]), 8, "float32"))],
@@ -1368,7 +1369,7 @@ def _error_cause(c, case, error):
 
 GREEDY_DECODE_CACHED = Exercise("10.6", "greedy_decode_cached", points=4,
                                 reference=Later(lambda: references().greedy_decode_cached),
-                                reads=("bos_id", "eos_id", "max_len", "model.config.pad_id"))
+                                reads=("bos_id", "eos_id", "max_len", "model.config.pad_id", "model.config.eps"))
 
 
 @GREEDY_DECODE_CACHED.checked_by
