@@ -27,7 +27,9 @@ import contextlib
 import copy
 import functools
 import io
+import json
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -43,6 +45,7 @@ from .exercises import Exercise, Later
 from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model, randomize
 from .ordering import Ordering, Step
 from .probes import Combos, DecodedRows, Finding, Probes, find_slip
+from .quiz import Quiz, unanswered
 from .record import collected
 
 
@@ -341,8 +344,11 @@ def _same(a, b):
     return a == b
 
 
-def _diagnose_part(observe, student_summary, catalog, *args):
-    """The first mistake whose behaviour in this part equals the student's, else None."""
+def _diagnose_part(observe, student_summary, catalog, *args, history=()):
+    """The mistake whose behaviour in this part equals the student's, else None. When several do (the same
+    library call fails the same way for many slips), the one that also behaved as the answer did in the
+    parts already checked (`history`: (observe, args, summary)) is named, and none if that leaves several."""
+    same = []
     for m in catalog:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             try:
@@ -350,8 +356,18 @@ def _diagnose_part(observe, student_summary, catalog, *args):
             except Exception:
                 continue
         if _same(summary, student_summary):
-            return m
-    return None
+            same.append(m)
+    if len(same) <= 1:
+        return same[0] if same else None
+    agreeing = []
+    for m in same:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                if all(_same(seen_observe(m.impl, *seen_args)[0], seen) for seen_observe, seen_args, seen in history):
+                    agreeing.append(m)
+            except Exception:
+                continue
+    return agreeing[0] if len(agreeing) == 1 else None
 
 
 def _check_parts(c, fn, parts, catalog):
@@ -361,11 +377,13 @@ def _check_parts(c, fn, parts, catalog):
     with the diagnosis of the first catalog mistake that behaves the same way, else of the part's own
     probe, when the part has one: a fourth item, probe(summary) -> Finding or None (a kind of slip read
     from the student's summary)."""
+    history = []  # (observe, args, the answer's summary) of the parts checked so far
     for label, observe, args_list, *probe in parts:
         if c.stopped:
             break
         for args in args_list:
             summary, problem, outcome = observe(fn, *args)
+            history.append((observe, args, summary))
             if outcome is not None:
                 c._absorb(outcome, label)
                 if outcome.delegated or isinstance(outcome.error, NotImplementedError):
@@ -373,14 +391,14 @@ def _check_parts(c, fn, parts, catalog):
                     c.part(label, False, c.stopped)
                     break
             if summary[0] == "error":
-                found = _diagnose_part(observe, summary, catalog, *args)
+                found = _diagnose_part(observe, summary, catalog, *args, history=history[:-1])
                 if found is None and outcome is not None and outcome.error is not None:
                     found = _error_cause(c, Case(label, tuple(args)), outcome.error)
                 diagnosis = c.likely_cause(found)
                 c.part(label, False, with_cause(c._explain_error(outcome), diagnosis))
                 break
             if problem:
-                found = _diagnose_part(observe, summary, catalog, *args)
+                found = _diagnose_part(observe, summary, catalog, *args, history=history[:-1])
                 if found is None and probe:
                     try:
                         found = probe[0](summary)
@@ -1439,8 +1457,274 @@ def check_ddp_step_order(ddp_step_order=None, *, points=None):
     return DDP_STEP_ORDER.check(ddp_step_order, points)
 
 
+# -- Exercise 10.8: the project's report (0 points) -------------------------------------------------------
+# The project (§10.16) trains outside grading: the check reads the report, loads the checkpoint the report
+# names, decodes RECHECK test examples again with it and compares. It is worth 0 points: the grader receives
+# the notebook alone, never the student's checkpoint, and a report cannot prove whose run it describes.
+PROJECT_BUDGET = 40_000  # training examples per run, steps x batch size (300 steps of 128 is 38,400)
+RECHECK = 100  # test examples decoded again by the check (the first 100 of the task's fixed test order)
+PROJECT_TASKS = ("numbers", "dates")
+PROJECT_FIELDS = ("task", "steps", "lr", "warmup", "final_loss", "test_exact_match", "checkpoint", "experiment",
+                  "finding")
+EXAMPLE_RUN = Path(__file__).resolve().parent.parent / "data" / "project_example.npz"
+
+
+def exact_match_tolerance(claimed, measured, n=RECHECK):
+    """How far a claimed exact match may be from the one measured again on n test examples: 0.02 plus three
+    standard errors of an n-example sample (the larger of the two the figures imply)."""
+    spread = max(claimed * (1 - claimed), measured * (1 - measured), 0.0)
+    return 0.02 + 3 * math.sqrt(spread / n)
+
+
+def _task_module(name):
+    from ..capstone.tasks import get
+    return get(name)
+
+
+def default_parameters(task):
+    """Parameters of the capstone's default model for `task` (the project's largest allowed model)."""
+    from ..capstone import config as capstone_config
+    return parameter_total(capstone_config.PRESETS[(task, False)].model_config())
+
+
+def parameter_total(model_config):
+    from ..model import parameter_count
+    c = model_config
+    return parameter_count(c.vocab_size, c.d_model, c.d_ff, c.n_encoder_layers, c.n_decoder_layers)
+
+
+def read_run(path):
+    """What a checkpoint says of its run: {"path", "config" (a TrainConfig), "steps" (done), "losses" (the
+    recorded training losses, or None), "model" (the torch model, eval mode)}. Reads the resumable checkpoint
+    of capstone.save_checkpoint (.pt, torch.load with weights_only) and the weights of capstone.export_weights
+    (.npz, no pickle). Raises ValueError with a message for the student."""
+    import dataclasses
+
+    import torch
+    from ..capstone.config import TrainConfig
+    from ..torch_model import Seq2Seq as TorchSeq2Seq
+    path = Path(path)
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+
+    def config_of(saved):
+        saved = dict(saved)
+        unknown = sorted(set(saved) - fields)
+        if unknown:
+            raise ValueError(f"{path.name} records a configuration with fields TrainConfig does not have: {unknown}")
+        if "betas" in saved:
+            saved["betas"] = tuple(saved["betas"])
+        return TrainConfig(**saved)
+
+    if path.suffix == ".npz":
+        from ..capstone.checkpoints import load_weights
+        model, meta = load_weights(path)
+        config = config_of(meta["train_config"])
+        summary = meta.get("summary") or {}
+        history = summary.get("history") or {}
+        return {"path": path, "config": config, "steps": int(summary.get("steps", config.steps)),
+                "losses": history.get("loss"), "model": model.eval()}
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise ValueError(f"{path.name} could not be read as a torch checkpoint ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0][:120] if str(exc) else ''})") from None
+    if not isinstance(ckpt, dict) or not {"config", "step", "model"} <= set(ckpt):
+        raise ValueError(f"{path.name} is not a checkpoint of capstone.save_checkpoint: it must hold the step, "
+                         "the configuration and the model (a bare state_dict says nothing of the run)")
+    config = config_of(ckpt["config"])
+    model = TorchSeq2Seq(config.model_config())
+    model.load_state_dict(ckpt["model"])
+    state = ckpt.get("state") or {}
+    history = state.get("history") or {} if isinstance(state, dict) else {}
+    return {"path": path, "config": config, "steps": int(ckpt["step"]), "losses": history.get("loss"),
+            "model": model.float().eval()}
+
+
+def _is_number(x):
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _fields_problem(report):
+    """'' when every field is there and of its kind, else what is wrong, in the student's words."""
+    if not isinstance(report, dict):
+        return f"`project_report` should be a dict with the fields {', '.join(PROJECT_FIELDS)}; got {type(report).__name__}"
+    missing = [k for k in PROJECT_FIELDS if k not in report]
+    if missing:
+        return f"fields missing (or still `...`): {', '.join(missing)}"
+    problems = []
+    if report["task"] not in PROJECT_TASKS:
+        problems.append(f"task should be 'numbers' or 'dates', got {report['task']!r}")
+    if not (_is_number(report["steps"]) and int(report["steps"]) == report["steps"] and report["steps"] > 0):
+        problems.append(f"steps should be a whole number of steps, got {report['steps']!r}")
+    if not (_is_number(report["lr"]) and report["lr"] > 0):
+        problems.append(f"lr should be the peak learning rate, a positive number, got {report['lr']!r}")
+    if not (_is_number(report["warmup"]) and int(report["warmup"]) == report["warmup"] and report["warmup"] >= 0):
+        problems.append(f"warmup should be a whole number of steps (0 for none), got {report['warmup']!r}")
+    if not (_is_number(report["final_loss"]) and report["final_loss"] >= 0):
+        problems.append(f"final_loss should be the training loss of the last step, got {report['final_loss']!r}")
+    if not (_is_number(report["test_exact_match"]) and 0 <= report["test_exact_match"] <= 1):
+        problems.append("test_exact_match should be a fraction between 0 and 1 (0.93, not 93), got "
+                        f"{report['test_exact_match']!r}")
+    if not (isinstance(report["checkpoint"], str) and report["checkpoint"].strip()):
+        problems.append("checkpoint should be the path of your checkpoint, a string")
+    for key in ("experiment", "finding"):
+        if not (isinstance(report[key], str) and len(report[key].split()) >= 3):
+            problems.append(f"{key} should say in a sentence what you {'changed' if key == 'experiment' else 'found'}")
+    return "; ".join(problems)
+
+
+def review_project(report):
+    """The project check's items: [(label, ok, message)], each with its feedback (also for a passing item
+    when there is something to say). Never raises."""
+    items = []
+    problem = _fields_problem(report)
+    items.append(("the report: every field, of its kind", not problem, problem))
+    if problem:
+        rest = "not checked: the report's fields come first"
+        return items + [(label, False, rest) for label in _PROJECT_LABELS[1:]]
+    path = Path(report["checkpoint"]).expanduser()
+    from . import mode
+    try:
+        if not path.exists():
+            where = ("the grader receives your notebook alone, not the files beside it: the items that need "
+                     "the checkpoint are checked when you run this cell yourself" if mode.grading() else
+                     f"no file at {str(path)!r} (relative paths start in this notebook's folder, "
+                     f"{str(Path.cwd())!r}): give the path your training cell printed")
+            raise ValueError(where)
+        run = read_run(path)
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        items.append(("the checkpoint loads, with its configuration", False, message))
+        return items + [(label, False, "not checked: no checkpoint to check it on") for label in _PROJECT_LABELS[2:]]
+    config = run["config"]
+    items.append(("the checkpoint loads, with its configuration", True,
+                  f"{path.name}: task {config.task}, {run['steps']} steps of {config.batch_size}, peak lr {config.lr:g}, "
+                  f"warm-up {config.warmup}, d_model {config.d_model}"))
+    # the run the report describes
+    differ = []
+    if config.task != report["task"]:
+        differ.append(f"task: the report says {report['task']!r}, the checkpoint {config.task!r}")
+    if run["steps"] != report["steps"]:
+        differ.append(f"steps: the report says {report['steps']}, the checkpoint was saved after {run['steps']}")
+    if not math.isclose(config.lr, report["lr"], rel_tol=1e-6):
+        differ.append(f"lr: the report says {report['lr']:g}, the checkpoint's configuration {config.lr:g}")
+    if config.warmup != report["warmup"]:
+        differ.append(f"warmup: the report says {report['warmup']}, the checkpoint's configuration {config.warmup}")
+    losses = run["losses"]
+    if losses:
+        last = float(losses[-1])
+        if not math.isclose(last, report["final_loss"], rel_tol=0.01, abs_tol=5e-5):
+            differ.append(f"final_loss: the report says {report['final_loss']:g}, the checkpoint recorded "
+                          f"{last:.4g} at its last step")
+    note = "" if losses else "the checkpoint records no losses, so final_loss is not compared"
+    items.append(("the checkpoint is the run the report describes", not differ, "; ".join(differ) or note))
+    # the budget
+    examples = run["steps"] * config.batch_size
+    allowed = default_parameters(config.task)
+    size = parameter_total(config.model_config())
+    over = []
+    if examples > PROJECT_BUDGET:
+        over.append(f"{run['steps']} steps of {config.batch_size} are {examples:,} training examples, more than the "
+                    f"budget of {PROJECT_BUDGET:,}")
+    if size > allowed:
+        over.append(f"the model has {size:,} parameters, more than the default model's {allowed:,}")
+    items.append(("within the budget", not over, "; ".join(over) or
+                  f"{examples:,} of {PROJECT_BUDGET:,} training examples; {size:,} parameters"))
+    # the exact match, measured again
+    from ..capstone.evaluation import exact_match
+    examples_again = _task_module(config.task).examples("test", n=RECHECK)
+    measured = exact_match(run["model"], examples_again, device="cpu", task=config.task)[0]
+    claimed = float(report["test_exact_match"])
+    tolerance = exact_match_tolerance(claimed, measured)
+    ok = abs(claimed - measured) <= tolerance
+    items.append(("the exact match it claims, measured again", ok,
+                  f"the report claims {claimed:.1%}; decoded again, the checkpoint gets {measured:.1%} of the first "
+                  f"{RECHECK} test examples (allowed difference {tolerance:.1%})" +
+                  ("" if ok else ": the claim is not what this checkpoint does")))
+    return items
+
+
+_PROJECT_LABELS = ["the report: every field, of its kind", "the checkpoint loads, with its configuration",
+                   "the checkpoint is the run the report describes", "within the budget",
+                   "the exact match it claims, measured again"]
+
+
+class _ZeroPointChecker(Checker):
+    """A Checker for a check worth nothing: its parts are shown without their (zero) worth."""
+
+    def _part_line(self, p):
+        line = super()._part_line(p)
+        return line.replace("[0 / 0] ", "") if self.points == 0 else line
+
+
+class ProjectReport(Quiz):
+    """The project's report (a dict), checked for consistency with the checkpoint it names. Worth 0 points
+    by default (the grader never has the checkpoint); one part per item of review_project."""
+
+    may_be_free = True
+    what_to_write = "your run's figures, written as literals (numbers and strings)"
+
+    def marks(self, answer):
+        return review_project(answer)
+
+    def check(self, answer=None, points=None):
+        import builtins
+        from .core import _caller_namespace
+        if answer is None:
+            answer = _caller_namespace().get(self.name)
+        checker = _ZeroPointChecker(self, points)
+        if answer is None:
+            from . import mode
+            checker.stop(mode.not_defined(self.name, "answer"), "no answer")
+            return checker.result()
+        if unanswered(answer):
+            checker.stop(f"not answered yet: replace each `...` in `{self.name}` with {self.what_to_write}, and "
+                         "delete the `raise NotImplementedError()` line under it. Until you have trained, "
+                         "review_project(example_report()) shows what this check says of the course's example run.",
+                         "not implemented")
+            return checker.result()
+        if isinstance(answer, dict):
+            answer = {key: value for key, value in answer.items() if value is not builtins.Ellipsis}
+        for label, ok, message in self.marks(answer):
+            checker.part(label, ok, message)
+        if isinstance(answer, dict) and _is_example(answer.get("checkpoint")):
+            checker.note("this checkpoint is the course's example run (encdec/data/project_example.npz), not one "
+                         "of yours: train your own run (§10.16) and report it")
+        return checker.result()
+
+
+def _is_example(path):
+    try:
+        return isinstance(path, str) and Path(path).expanduser().resolve() == EXAMPLE_RUN.resolve()
+    except OSError:
+        return False
+
+
+PROJECT_REPORT = ProjectReport("10.8", "the project's report", "project_report", points=0)
+
+
+@PROJECT_REPORT.checked_by
+def check_project_report(project_report=None, *, points=None):
+    """Reads the report, loads its checkpoint, decodes 100 test examples again; 0 points."""
+    return PROJECT_REPORT.check(project_report, points)
+
+
+def example_report():
+    """The report of the course's example run (lib/encdec/data/project_example.npz), as the project asks for it."""
+    with np.load(EXAMPLE_RUN, allow_pickle=False) as data:
+        meta = json.loads(str(data["__meta__"]))
+    return {**meta["summary"]["report"], "checkpoint": str(EXAMPLE_RUN)}
+
+
+def show_review(report):
+    """The check's items for a report, printed; records and grades nothing (for a demonstration)."""
+    for label, ok, message in review_project(report):
+        print(f"  {'✓' if ok else '✗'} {label}" + (f": {message}" if message else ""))
+
+
 EXERCISES = [LOAD_NUMPY_PARAMETERS, LR_AT, MAKE_OPTIMIZER, TORCH_TRAIN_STEP, EXACT_MATCH, GREEDY_DECODE_CACHED]
 ORDERINGS = [DDP_STEP_ORDER]
+QUIZZES = [PROJECT_REPORT]
 
 
 # -- for the notebook's demonstrations ----------------------------------------------------------------
@@ -1468,5 +1752,5 @@ def yours_or_ours(number, answer):
 # numbered after the last exercise above.
 from .concepts import concept_checks  # noqa: E402
 
-CONCEPTS = concept_checks(10, after=[*EXERCISES, *ORDERINGS])
+CONCEPTS = concept_checks(10, after=[*EXERCISES, *ORDERINGS, *QUIZZES])
 check_concepts_before, check_concepts_after = (check.checker for check in CONCEPTS)

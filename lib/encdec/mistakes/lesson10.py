@@ -67,6 +67,21 @@ def load_numpy_parameters(module, params):
     return module
 
 
+@mistake("load_numpy_parameters", "no_shape_check",
+         "the names are checked but not the shapes: an array of the wrong shape reaches copy_, which raises "
+         "a RuntimeError (or broadcasts a smaller array silently). Check every array's shape against its "
+         "parameter's before copying, and raise a ValueError that names the parameter and both shapes.")
+def load_numpy_parameters(module, params):  # noqa: F811
+    import torch
+    own = dict(module.named_parameters())
+    if set(own) != set(params):
+        raise ValueError(f"parameter names differ: {sorted(set(own) ^ set(params))}")
+    with torch.no_grad():
+        for name, p in own.items():
+            p.copy_(torch.from_numpy(params[name]))
+    return module
+
+
 @mistake("load_numpy_parameters", "data_from_numpy",
          "`p.data = torch.from_numpy(value)` swaps in NumPy's own tensor: a float32 model gets "
          "float64 parameters, and each parameter now shares its memory with the NumPy array. Copy "
@@ -430,9 +445,10 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
 
 
 @mistake("exact_match", "prefix_counts",
-         "positions where the prediction holds a pad are skipped, so a prediction cut short (a prefix "
-         "of the target, stopped by max_len before its <eos>) counts as a match. Skip the pads of the "
-         "target, not of the prediction: every target token up to and including <eos> must be matched.")
+         "a prediction cut short (a prefix of the target, stopped by max_len before its <eos>) counts as a "
+         "match: the comparison stops where the prediction ends (zip stops at the shorter row, or the "
+         "prediction's pads are skipped). Compare against the whole target: every target token up to and "
+         "including <eos> must be matched, so pad the prediction to the target's width first.")
 def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
     was_training = model.training
     model.eval()

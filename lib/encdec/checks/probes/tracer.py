@@ -31,7 +31,7 @@ SMALL = 2  # arrays with fewer numbers (a scalar, a pair) are too common to tell
 _LIBRARY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # lib/encdec
 
 
-@dataclass
+@dataclass(eq=False)
 class Value:
     """One array a line assigned: the variable, the line (number and text), its pass through that line."""
 
@@ -281,11 +281,14 @@ def nearest(value, pool):
             c = float(np.dot(a, b) / np.dot(b, b))
             if not np.isclose(c, 1.0) and np.allclose(a, c * b, rtol=1e-5, atol=1e-8):
                 return right
-    best, gap = None, np.inf
-    for right in same:
-        d = float(np.nanmax(np.abs(value.array - right.array))) if value.array.size else np.inf
-        if d < gap:
-            best, gap = right, d
+    best, score = None, None
+    for right in same:  # the most entries equal first, then the smallest largest difference
+        equal = int(np.sum(np.isclose(value.array, right.array, rtol=1e-5, atol=1e-8, equal_nan=True)))
+        with np.errstate(all="ignore"):
+            gap = float(np.nanmax(np.abs(value.array - right.array))) if value.array.size else np.inf
+        key = (-equal, gap if np.isfinite(gap) else np.inf)
+        if score is None or key < score:
+            best, score = right, key
     return best
 
 
@@ -317,24 +320,23 @@ def _locate(attempt, reference, seconds):
     pool = right.values
     # Walk the answer's values in order. A value is right when it matches a value the reference makes at or
     # after the last one matched (progress), neutral when it only matches an earlier one (an input, a mask
-    # made again), and wrong when it matches none. The slip is the first wrong value after the last progress:
-    # a value computed another right way (a reciprocal where the reference divides) may match nothing, but
-    # if the answer is right again after it, the slip lies later.
-    position, matched, last_progress, verdicts = -1, [], -1, []
+    # made again), and wrong when it matches none. A wrong value is forgiven when a later right value is
+    # computed from it (a reciprocal where the reference divides, then used right): it was another right
+    # way. The slip is the first wrong value nothing right was computed from.
+    position, matched, pending = -1, [], []
     for k, value in enumerate(assigned):
         found = _matches(value, pool)
         ahead = [(i, how) for i, how in found if i >= position]
         if ahead:
             position = ahead[0][0]
-            matched.append((value, ahead[0][1]))
-            last_progress = k
-            verdicts.append("right")
-        else:
-            verdicts.append("neutral" if found else "wrong")
-    wrong = [k for k in range(last_progress + 1, len(assigned)) if verdicts[k] == "wrong"]
-    if not wrong:
+            matched.append((k, value, ahead[0][1]))
+            used = _names(value.line)
+            pending = [(j, w) for j, w in pending if w.name not in used]
+        elif not found:
+            pending.append((k, value))
+    if not pending:
         return None
-    value = assigned[wrong[0]]
+    first, value = pending[0]
     near = nearest(value, pool)
     said = f"`{value.line}` ({_where(value, mine.passes)}) gives {_called(value)} the shape {value.array.shape}, "
     if near is not None:
@@ -342,11 +344,21 @@ def _locate(attempt, reference, seconds):
     else:
         said += "which no value of the right computation has."
     right_so_far = [f"{_called(v)} on {_where(v, mine.passes)}" + (f" (as the right value {how})" if how != "equal" else "")
-                    for v, how in matched if assigned.index(v) < wrong[0]][-3:]
+                    for k, v, how in matched if k < first][-3:]
     if right_so_far:
         said += " Up to there your values are right: " + ", ".join(right_so_far) + "."
     said += " Check that line against the formula."
     return Finding(attempt.exercise, "trace:line", said, f"The first value that goes wrong is {_called(value)}.")
+
+
+def _names(line):
+    """The names a line of code reads (its identifiers), for telling which values a value was made from."""
+    try:
+        tree = ast.parse(line.strip().rstrip(":").removeprefix("return "), mode="exec")
+    except SyntaxError:
+        import re
+        return set(re.findall(r"[A-Za-z_]\w*", line))
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
 
 
 def _called(value):
