@@ -124,23 +124,7 @@ def _greedy_banning(model, src, bos_id, eos_id, max_len, banned):
          "BOS and pad are allowed as outputs. Neither is ever a real next token: set their logits to "
          "-inf before taking the argmax.")
 def greedy_decode(model, src, bos_id, eos_id, max_len):  # noqa: F811
-    src = np.asarray(src)
-    single = src.ndim == 1
-    src2 = src[None] if single else src
-    pad = model.config.pad_id
-    H_enc, src_mask = model.encode(src2)
-    tgt_in = np.full((src2.shape[0], 1), bos_id)
-    out = np.zeros((src2.shape[0], 0), dtype=np.int64)
-    done = np.zeros(src2.shape[0], dtype=bool)
-    for _ in range(max_len):
-        logits = model.decode(tgt_in, H_enc, src_mask)[:, -1]
-        nxt = np.where(done, pad, np.argmax(logits, axis=-1))
-        out = np.concatenate([out, nxt[:, None]], axis=1)
-        done = done | (nxt == eos_id)
-        if done.all():
-            break
-        tgt_in = np.concatenate([tgt_in, nxt[:, None]], axis=1)
-    return out[0] if single else out
+    return _greedy_banning(model, src, bos_id, eos_id, max_len, lambda pad: [])
 
 
 @mistake("greedy_decode", "eos_left_out",

@@ -241,36 +241,8 @@ class Scale(Variant):
             f"({factor / right_factor:.4g} times the right factor). Scale them by {label} exactly once."))
 
     def _fit(self, attempt, probes):
-        """The factor s whose model output is nearest the student's (log-grid search, then golden section)."""
-        got = _arrays(attempt.got)
-        if not got:
-            return None
-
-        def loss(log_s):
-            value, error = probes.run(attempt, Knobs(**{self.knob: float(np.exp(log_s))}))
-            if error is not None:
-                return np.inf
-            total = 0.0
-            for a, b in zip(_arrays(value), got):
-                if a.shape != b.shape:
-                    return np.inf
-                ok = np.isfinite(a) & np.isfinite(b)
-                total += float(np.sum((a[ok] - b[ok]) ** 2))
-            return total
-
-        grid = np.linspace(np.log(1e-3), np.log(1e3), 41)
-        values = [loss(g) for g in grid]
-        best = int(np.argmin(values))
-        if not np.isfinite(values[best]):
-            return None
-        lo, hi = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
-        ratio = (math.sqrt(5) - 1) / 2
-        for _ in range(40):
-            a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
-            if loss(a) < loss(b):
-                hi = b
-            else:
-                lo = a
-        return float(np.exp((lo + hi) / 2))
+        """The factor s whose model output is nearest the student's (constants.fit, on a log scale)."""
+        from .constants import fit
+        return fit(attempt, probes, self.knob, 1e-3, 1e3)
 
 
