@@ -254,6 +254,28 @@ widgets.interact(show_target_position,
                  t=widgets.IntSlider(value=0, min=0, max=len(target_words) - 1, description="target position"));
 
 # %% [markdown]
+# **Measured: without cross-attention.** The course's ablation ladder (Lesson 10, §10.15; `make ablations`
+# trains it, and the results are shipped with the course, so this cell only reads them) trains the whole
+# model of Lessons 6–9 on their reversal task, 300 steps, three seeds per row, with one piece removed at a
+# time. Its decoder-only row has no encoder and no
+# cross-attention: one stack of 4 causal blocks reads the source, then `<bos>`, then the target, as one
+# sequence (the design of the decoder-only models of Appendix B), with fewer parameters (no cross-attention
+# weights). On reversal it matches the encoder–decoder: a decoder-only model reads the source too, through
+# causal self-attention. What the row does not show: that the two designs are equal in general; the ladder
+# has one task, with short inputs, and measures neither long inputs nor other tasks.
+
+# %% [demo]
+from encdec.plotting.ablations import ablation_curves, table_rows
+
+shipped = {r["name"]: r for r in table_rows()}  # encdec/data/ablations.json, written by `make ablations`
+for name in ("full model", "no cross-attention (decoder-only)"):
+    r = shipped[name]
+    print(f"{name:>33}: exact match {r['exact_match']:.1%} (seeds {r['exact_match_min']:.1%} to "
+          f"{r['exact_match_max']:.1%}), held-out loss {r['final_loss']:.3f}")
+ablation_curves(rows=["full model", "no cross-attention (decoder-only)"])
+plt.show()
+
+# %% [markdown]
 # ## 4.3 Multi-head cross-attention, split in two
 #
 # In Lesson 2 you wrote `MultiHeadAttention.__call__(query_input, key_value_input=None, mask=None)`.

@@ -490,6 +490,33 @@ print(f"  every post-norm line below every pre-norm line from block {since} on")
 # or better in shallow stacks.
 
 # %% [markdown]
+# **Measured in training: residuals and norms.** The measurements above are about untrained models. The
+# course's ablation ladder (Lesson 10, §10.15; `make ablations` trains it, and the results are shipped with
+# the course, so this cell only reads them) trains the whole model of Lessons 6–9 on their reversal task,
+# 300 steps, three seeds per row, with one piece removed at a time.
+# Three of its rows are about this lesson's arrangement:
+#
+# * **no residuals** (every sublayer's output replaces the stream instead of being added to it): every seed
+#   stays at 0 exact match, with the highest held-out loss of the ladder. Without the identity path the
+#   signal must pass through every sublayer in turn, and this model does not learn the task in 300 steps.
+# * **no norm** (no RMSNorm at all, the residual sums left as they are) and **post-norm** (the 2017
+#   arrangement of §5.6) match the pre-norm model. This shows that the norm, and its place, are not what
+#   this small, shallow task needs at 2 + 2 blocks; it does not show that norms are useless. The
+#   measurements of §5.6 show where they matter: through 24 blocks, where the place of the norm decides
+#   whether block 1's input still reaches the top.
+
+# %% [demo]
+from encdec.plotting.ablations import ablation_curves, table_rows
+
+shipped = {r["name"]: r for r in table_rows()}  # encdec/data/ablations.json, written by `make ablations`
+for name in ("full model", "no residuals", "no norm", "post-norm"):
+    r = shipped[name]
+    print(f"{name:>12}: exact match {r['exact_match']:.1%} (seeds {r['exact_match_min']:.1%} to "
+          f"{r['exact_match_max']:.1%}), held-out loss {r['final_loss']:.3f}")
+ablation_curves(rows=["full model", "no residuals", "no norm", "post-norm"])
+plt.show()
+
+# %% [markdown]
 # ## 5.7 What cross-attention costs
 #
 # A decoder block is an encoder block (self-attention and feed-forward, each with a norm) plus one more

@@ -20,6 +20,8 @@
 # 5. say where each [LEARNED], [CONFIG] and [STATE] quantity lives, and check the NumPy model
 #    against its PyTorch twin;
 # 6. put the steps of the forward pass in order.
+# 7. say why a model reads subword tokens rather than characters or whole words, what a subword
+#    vocabulary changes in the model, and write one merge step of byte-pair encoding.
 #
 # **Recap of Lesson 5.** A decoder block is three pre-norm sublayers, each added back to the residual
 # stream: masked causal self-attention, then cross-attention to the encoder output $H_{\text{enc}}$,
@@ -605,6 +607,181 @@ forward_order = [5, 3, 7, 1, 4, 6, 2]
 # %% [test] 6.6
 
 # %% [markdown]
+# ## 6.10 What is a token? Characters, words, subwords
+#
+# Everything above is built around one number, the vocabulary size $V$ [CONFIG]: $E$ has $V$ rows, and
+# the tied head scores $V$ tokens at every position. The toy task's $V = 13$ is easy: one id per letter.
+# Real text needs a choice of what a token *is*. Take the translation task of Lesson 10, English number
+# words to German ones: "four hundred and thirty two" → "vierhundertzweiunddreißig".
+#
+# * **Characters.** $V$ is small (the letters, "ß", "ö", "ü", the space) and no text is ever unknown. But the
+#   sequences are long: the German above is 25 tokens, and attention's cost grows with the square of the
+#   length. Every position also has to learn spelling before meaning: "drei" is four tokens the model
+#   must learn to read as one idea.
+# * **Whole words.** Short sequences, but every form of every word is its own row of $E$: "house" and
+#   "houses" share nothing, and a word that training never saw has no id at all (word-level models map
+#   it to one `<unk>` token and lose it). German makes it extreme: it writes a number as one compound
+#   word, so the numbers 0 to 9,999 are 10,000 different German words, each a row of $E$ trained only
+#   by the examples of its own number, while English builds all of them from a few dozen.
+# * **Subwords.** Between the two: **byte-pair encoding** (BPE; Sennrich, Haddow and Birch, 2016, after
+#   Gage's compression algorithm of 1994) starts from the characters and repeatedly merges the most
+#   frequent pair of adjacent symbols into a new symbol, until the vocabulary has the size asked for.
+#   Frequent pieces ("und", "hundert", "zig") become single tokens, and a word never seen is cut into
+#   pieces that were: "vierhundertzweiunddreißig" becomes "vier" "hundert" "zwei" "und" "drei" "ßig".
+#   Nothing is unknown as long as its characters are in the vocabulary.
+#
+# One detail makes decoding lossless: a space is not a token of its own but the mark "▁", glued to the
+# front of the word after it (the convention of SentencePiece), so "four hundred" is `▁four ▁hundred`,
+# and turning tokens back into text is joining them and writing each "▁" as a space.
+#
+# Below, BPE step by step on six German number words, with `encdec.subwords.merge_trace`: at each step
+# the pair merged, and how two of the words are cut afterwards. Nothing is trained here beyond these
+# eight merges on six words.
+
+# %% [demo]
+from encdec import number_words, subwords
+
+words = ["dreiundzwanzig", "vierundzwanzig", "dreiunddreißig", "vierunddreißig", "dreihundert", "vierhundert"]
+for k, (pair, cut) in enumerate(subwords.merge_trace(words, 8, show=["dreiundzwanzig", "vierunddreißig"]), start=1):
+    print(f"merge {k}: {pair[0]} + {pair[1]} -> {pair[0] + pair[1]:<5}  " + "   ".join(" ".join(s) for s in cut.values()))
+
+# %% [markdown]
+# The vocabulary Lesson 10 trains with was made the same way, by Hugging Face's `tokenizers` library,
+# on the English and German words of that task's training numbers, up to $V = 128$ symbols. It is
+# shipped with the course (`encdec/data/numbers_bpe.json`) and loaded here, not trained: the three
+# special tokens keep their ids (`<pad>` 0, `<bos>` 1, `<eos>` 2), the characters follow, then the
+# merged symbols in the order they were made.
+
+# %% [markdown]
+# **Self-check 6.6 — predict, then run.** "siebenhundertsiebenundsiebzig" (777) has 29 characters. Into
+# how many subwords will the shipped vocabulary cut it? Will the three "sieben"s be the same token?
+#
+# <details><summary>Answer</summary>
+#
+# Six: `▁sieben` `hundert` `sieben` `und` `sieb` `zig`. The three are three different tokens: the first
+# carries the word-start mark "▁", the second does not, and in "siebzig" German drops the "en", so the
+# vocabulary has learned "sieb" before "zig". A token is a piece of text in a position, not a
+# word's meaning; the embedding has to learn that `▁sieben` and `sieben` mean the same.
+#
+# </details>
+
+# %% [demo]
+tokenizer = number_words.tokenizer()  # the shipped vocabulary (encdec/data/numbers_bpe.json)
+vocab = subwords.vocab(tokenizer)
+print(f"V = {len(vocab)}: {vocab[:3]}, {len(vocab[3:]) - len(subwords.merges(tokenizer))} characters, "
+      f"then {len(subwords.merges(tokenizer))} merged symbols: {vocab[-len(subwords.merges(tokenizer)):][:12]} ...")
+for text in ["four hundred and thirty two", "vierhundertzweiunddreißig", "siebenhundertsiebenundsiebzig"]:
+    ids = number_words.encode(text)
+    print(f"{text!r}: {len(text)} characters -> {len(ids)} subwords {number_words.tokens(text)}, ids {ids}")
+sample = number_words.examples("test", n=200)  # 200 test numbers, English and German
+for side, texts in (("English", [e for e, _, _ in sample]), ("German", [g for _, g, _ in sample])):
+    chars = np.mean([len(t) for t in texts])
+    pieces = np.mean([len(number_words.encode(t)) for t in texts])
+    print(f"{side} over 200 test numbers: {chars:.1f} characters, {pieces:.1f} subwords on average")
+
+# %% [markdown]
+# ### What changes in the model
+#
+# Nothing in Sections 6.1–6.9 assumed letters, so a subword vocabulary changes sizes, not code:
+#
+# * **$V$** becomes the vocabulary's size, 128 here, and $E$ is `(128, d)`: the embedding lookup
+#   `E[tokens]` is the same, its ids now name subwords. The count of Exercise 6.5 changes only in its $Vd$
+#   term. A word-level vocabulary for the same task would have more than 10,000 rows, and with
+#   $d = 64$ its $E$ alone would be larger than the rest of Lesson 10's model (the cell below computes both).
+# * **Padding** is unchanged: the tokenizer was built with `<pad>`, `<bos>` and `<eos>` as ids 0, 1 and
+#   2, so `padding_mask`, `shift_right` and the loss's `pad_id` read the same ids as with letters.
+# * **The tied head** needs **one** vocabulary for source and target: $E$ embeds the English source, the
+#   German target, and scores the next German token. So the vocabulary is trained on both languages at
+#   once; the head also scores the English-only symbols (`▁four`), and training teaches the model never
+#   to write them.
+
+# %% [demo]
+d, d_ff, N = 64, 256, 2  # Lesson 10's model
+V_sub = len(vocab)
+V_words = 3 + 10_000 + len({w for n in [*range(20), *range(20, 100, 10), 101, 1000]
+                            for w in number_words.english(n).split()})  # specials, German words, English words
+for name, V in (("subwords", V_sub), ("whole words", V_words)):
+    total = ref.parameter_count(V, d, d_ff, N)
+    print(f"{name:>11}: V = {V:>6,}, E = {V * d:>7,} numbers, the rest {total - V * d:,}; {total:,} in all")
+
+# %% [markdown]
+# ### Exercise 6.7 — `bpe_merge_step(words)`
+#
+# Write one merge step of BPE, in plain Python (NumPy has nothing to offer here). `words` is a corpus: a
+# dict from each word, written as a tuple of its current symbols, to the number of times it occurs, e.g.
+# `{("l", "o", "w"): 5, ("l", "o", "w", "e", "r"): 2}`.
+#
+# 1. **Count** every pair of adjacent symbols over the whole corpus, each occurrence weighted by the
+#    count of its word. A pair that stands twice in a word counts twice, overlapping ones too:
+#    `("a", "a", "a")` holds `("a", "a")` twice.
+# 2. **Choose** the pair with the largest count. When several share it, take the one whose left symbol
+#    comes first, and among those the one whose right symbol comes first, in the vocabulary's order:
+#    every single character before every merged symbol, each group in Python's string order. With
+#    `rank(s) = (len(s) > 1, s)`, that is the pair with the smallest `(-count, rank(left), rank(right))`.
+#    It is the order in which `tokenizers` numbers its symbols, as far as one step can know it (the
+#    library puts merged symbols in the order they were made; this rule, alphabetically): the test runs
+#    your step again and again and compares the merges with the library's.
+# 3. **Merge** it in every word: scan each word from left to right; where the pair stands, its two symbols
+#    become one, `left + right`, and the scan goes on after both. So `("a", "a", "a")` becomes
+#    `("aa", "a")`, and `("h", "a", "h", "a")` becomes `("ha", "ha")`.
+#
+# Return the pair and the new corpus, a new dict with the same counts; leave `words` unchanged.
+
+# %% [solution] bpe_merge_step
+def bpe_merge_step(words):
+    """One BPE merge: the most frequent pair of adjacent symbols, merged in every word.
+
+    Inputs:  words  a corpus {word as a tuple of symbols: count}, e.g. {("▁", "l", "o", "w"): 5}.
+    Returns: (pair, new_words): the pair merged, (left, right), and a new dict in which every occurrence
+             of it, scanned left to right, is one symbol left + right; the counts unchanged.
+    """
+    ### BEGIN SOLUTION
+    counts = {}
+    for word, n in words.items():
+        for pair in zip(word, word[1:]):  # overlapping pairs too: ("a", "a", "a") holds ("a", "a") twice
+            counts[pair] = counts.get(pair, 0) + n
+
+    def rank(symbol):  # the single characters first, then the merged symbols
+        return (len(symbol) > 1, symbol)
+
+    best = min(counts, key=lambda p: (-counts[p], rank(p[0]), rank(p[1])))
+    new_words = {}
+    for word, n in words.items():
+        out, i = [], 0
+        while i < len(word):
+            if i + 1 < len(word) and (word[i], word[i + 1]) == best:
+                out.append(word[i] + word[i + 1])
+                i += 2
+            else:
+                out.append(word[i])
+                i += 1
+        new_words[tuple(out)] = new_words.get(tuple(out), 0) + n
+    return best, new_words
+    ### END SOLUTION
+
+
+# %% [test] 6.7
+
+# %% [markdown]
+# Your step, repeated, is a BPE trainer. Below it runs on Sennrich, Haddow and Birch's example corpus
+# (*low* 5 times, *lower* 2, *newest* 6, *widest* 3), each word marked with its "▁", until every word is
+# one symbol, next to the merges Hugging Face's `tokenizers` makes on the same words (with the course's
+# own step until yours passes its test).
+
+# %% [demo]
+from encdec.checks.lesson06 import SENNRICH, yours_or_ours
+
+step = yours_or_ours("6.7", globals().get("bpe_merge_step"))
+corpus, yours = subwords.word_counts(SENNRICH), []
+while any(len(w) > 1 for w in corpus):
+    pair, corpus = step(corpus)
+    yours.append(pair)
+library = subwords.merges(subwords.train(SENNRICH, 100))
+print(f"{'your step' if step is not subwords.bpe_merge_step else 'the course step'}: {len(yours)} merges; "
+      f"the library: {len(library)}; the same, in the same order: {yours == library}")
+print("the final symbols:", sorted(corpus))
+
+# %% [markdown]
 # ## Summary
 #
 # * Teacher forcing: the decoder reads the targets shifted right, `<bos>` first, so position $t$ sees
@@ -622,6 +799,10 @@ forward_order = [5, 3, 7, 1, 4, 6, 2]
 #   creates and returns.
 # * The PyTorch twin computes the same function: on copied weights its float64 logits agree with
 #   NumPy's to rounding error (about $10^{-15}$), its float32 logits to about $10^{-6}$.
+# * Tokens: characters make long sequences, whole words a huge $V$ with unknown words; byte-pair
+#   encoding merges the most frequent adjacent pair again and again, from the characters up to the $V$
+#   chosen. A subword vocabulary changes $V$ and the rows of $E$, not the code: the special ids (pad 0)
+#   stay, and one vocabulary serves source, target and the tied head.
 #
 # **Next — Lesson 7, Backpropagation.** To train this model we need the gradient of the loss with
 # respect to every one of those numbers. You will derive and write the backward passes of the

@@ -34,6 +34,7 @@ NO_SIZES = {
     "3.1": "create_causal_mask takes one number",
     "5.4": "cross_attention_params takes d_model alone",
     "6.5": "parameter_count takes numbers, every one of them read (see reads)",
+    "6.7": "bpe_merge_step takes a corpus, a dict of words (tuples of strings) to counts: no arrays",
     "7.2": "numerical_gradient takes a function and a point",
     "7.3": "softmax_backward works on any array; its axis is read (see reads)",
     "8.2": "adam_update is elementwise, on arrays of any shape",
@@ -63,6 +64,7 @@ READS_NOTHING = {
     "4.3": "the layer's sizes are checked above", "5.2": "the block's sizes are checked above",
     "5.3": "the block's sizes are checked above", "5.4": "d_model is a size",
     "6.2": "the model's sizes are checked above",
+    "6.7": "the corpus is its only argument, and every case gives another one",
     "7.3": "axis is read (a part of its own)", "7.4": "the arguments are arrays",
     "10.1": "the module and the dict are all it reads", "10.3": "lr, weight_decay and betas are compared with "
     "NumPy's AdamW at values no default has",

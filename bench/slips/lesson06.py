@@ -213,3 +213,112 @@ def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layer
 def parameter_count(vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):  # noqa: F811
     n_dec = n_encoder_layers if n_decoder_layers is None else n_decoder_layers
     return _count(vocab_size, d_model, d_ff, n_encoder_layers, n_dec, cross=False)
+
+
+# -- 6.7 bpe_merge_step ----------------------------------------------------------------------------------------
+def _rank(symbol):
+    return (len(symbol) > 1, symbol)
+
+
+@slip("bpe_merge_step", "counter_of_pairs_per_word", "counts the pairs with Counter.update over the words' keys, "
+      "ignoring how often each word occurs", expect=("count", "occurs", "weighted"))
+def bpe_merge_step(words):
+    from collections import Counter
+    pairs = Counter()
+    for word in words:
+        pairs.update(zip(word, word[1:]))
+    best = min(pairs, key=lambda p: (-pairs[p], _rank(p[0]), _rank(p[1])))
+    result = {}
+    for word, n in words.items():
+        new, i = [], 0
+        while i < len(word):
+            if word[i:i + 2] == best:
+                new.append(best[0] + best[1])
+                i += 2
+            else:
+                new.append(word[i])
+                i += 1
+        result[tuple(new)] = n
+    return best, result
+
+
+@slip("bpe_merge_step", "ties_by_largest_pair", "picks max over (count, pair): among equal counts the largest pair",
+      expect=("tie", "first", "smallest"))
+def bpe_merge_step(words):  # noqa: F811
+    pairs = {}
+    for word, n in words.items():
+        for a, b in zip(word, word[1:]):
+            pairs[(a, b)] = pairs.get((a, b), 0) + n
+    best = max(pairs, key=lambda p: (pairs[p], p))
+    result = {}
+    for word, n in words.items():
+        new, i = [], 0
+        while i < len(word):
+            if word[i:i + 2] == best:
+                new.append(best[0] + best[1])
+                i += 2
+            else:
+                new.append(word[i])
+                i += 1
+        result[tuple(new)] = n
+    return best, result
+
+
+@slip("bpe_merge_step", "merges_with_a_break", "leaves the word's loop with break after its first merge",
+      expect=("first occurrence", "every occurrence", "keep scanning"))
+def bpe_merge_step(words):  # noqa: F811
+    pairs = {}
+    for word, n in words.items():
+        for a, b in zip(word, word[1:]):
+            pairs[(a, b)] = pairs.get((a, b), 0) + n
+    best = min(pairs, key=lambda p: (-pairs[p], _rank(p[0]), _rank(p[1])))
+    result = {}
+    for word, n in words.items():
+        new = list(word)
+        for i in range(len(new) - 1):
+            if (new[i], new[i + 1]) == best:
+                new[i:i + 2] = [new[i] + new[i + 1]]
+                break
+        result[tuple(new)] = n
+    return best, result
+
+
+@slip("bpe_merge_step", "merged_by_index_plus_one", "moves the index on by one after a merge, so the pair's right "
+      "symbol is copied again", expect=("both", "second time", "skip"))
+def bpe_merge_step(words):  # noqa: F811
+    pairs = {}
+    for word, n in words.items():
+        for a, b in zip(word, word[1:]):
+            pairs[(a, b)] = pairs.get((a, b), 0) + n
+    best = min(pairs, key=lambda p: (-pairs[p], _rank(p[0]), _rank(p[1])))
+    result = {}
+    for word, n in words.items():
+        new = []
+        for i in range(len(word)):
+            if word[i:i + 2] == best:
+                new.append(best[0] + best[1])
+            else:
+                new.append(word[i])
+        result[tuple(new)] = n
+    return best, result
+
+
+@slip("bpe_merge_step", "updates_the_given_dict", "rewrites the corpus it was given in place and returns it",
+      expect=("in place", "leave", "new dict"))
+def bpe_merge_step(words):  # noqa: F811
+    pairs = {}
+    for word, n in words.items():
+        for a, b in zip(word, word[1:]):
+            pairs[(a, b)] = pairs.get((a, b), 0) + n
+    best = min(pairs, key=lambda p: (-pairs[p], _rank(p[0]), _rank(p[1])))
+    for word in list(words):
+        new, i = [], 0
+        while i < len(word):
+            if word[i:i + 2] == best:
+                new.append(best[0] + best[1])
+                i += 2
+            else:
+                new.append(word[i])
+                i += 1
+        words[tuple(new)] = words.pop(word)
+    return best, words

@@ -161,3 +161,56 @@ def decode(model, tgt_in, H_enc, src_mask):  # noqa: F811
     for block in model.decoder:
         x, _ = block(x, H_enc, self_attn_mask=mask, cross_attn_mask=src_mask)
     return rms_norm(x, model.decoder_norm_gamma, model.config.eps) @ model.embedding.T
+
+
+@alternative("bpe_merge_step")
+def bpe_merge_step(words):
+    """collections.Counter for the pairs, the ties by sorting, a for loop with a flag that skips a used symbol."""
+    from collections import Counter
+    counts = Counter()
+    for word, n in words.items():
+        counts.update({pair: 0 for pair in zip(word, word[1:])})
+        for pair in zip(word, word[1:]):
+            counts[pair] += n
+
+    def rank(symbol):
+        return (len(symbol) > 1, symbol)
+
+    best = sorted(counts, key=lambda p: (-counts[p], rank(p[0]), rank(p[1])))[0]
+    merged = Counter()
+    for word, n in words.items():
+        out, skip = [], False
+        for i, symbol in enumerate(word):
+            if skip:
+                skip = False
+            elif word[i:i + 2] == best:
+                out.append(symbol + word[i + 1])
+                skip = True
+            else:
+                out.append(symbol)
+        merged[tuple(out)] += n
+    return best, dict(merged)
+
+
+@alternative("bpe_merge_step")
+def bpe_merge_step(words):  # noqa: F811
+    """the best pair found in one pass; each word merged in place in a list by slice assignment."""
+    counts = {}
+    for word, n in words.items():
+        for i in range(len(word) - 1):
+            counts[word[i], word[i + 1]] = counts.get((word[i], word[i + 1]), 0) + n
+    best, best_key = None, None
+    for (left, right), count in counts.items():
+        key = (-count, len(left) > 1, left, len(right) > 1, right)
+        if best_key is None or key < best_key:
+            best, best_key = (left, right), key
+    new_words = {}
+    for word, n in words.items():
+        symbols, i = list(word), 0
+        while i < len(symbols) - 1:
+            if (symbols[i], symbols[i + 1]) == best:
+                symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+            i += 1
+        key = tuple(symbols)
+        new_words[key] = new_words.get(key, 0) + n
+    return best, new_words

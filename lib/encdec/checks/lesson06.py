@@ -9,18 +9,25 @@ they receive is the reference `encdec.Seq2Seq` with randomised weights (no all-o
 biases), so its blocks are the reference blocks and a mistake from Lessons 1-5 is never charged here.
 """
 
+import contextlib
+import functools
+import io
+
 import numpy as np
 
 from .. import model as model_mod
+from .. import subwords
 from .. import training
 from ..attention import MultiHeadAttention, create_causal_mask, padding_mask
 from ..layers import DecoderBlock, EncoderBlock, FeedForward, rms_norm, sinusoidal_positions
 from ..mistakes import CATALOG
 from ..mistakes import lesson06 as _register  # noqa: F401  (fills the catalog)
 from ..model import Seq2Seq
-from .core import Case, Checker, rebind
+from . import recording
+from .core import Case, Checker, rebind, run_student, with_cause
 from .exercises import Exercise
 from .probes import Combos, Invariant, Probes, Proportional, Scale
+from .record import collected
 from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model
 from .ordering import Ordering, Step
 
@@ -551,8 +558,291 @@ def check_forward_order(forward_order=None, *, points=None):
     return FORWARD_ORDER.check(forward_order, points)
 
 
-EXERCISES = [SHIFT_RIGHT, EMBED, ENCODE, DECODE, PARAMETER_COUNT]
+# -- Exercise 6.7 ----------------------------------------------------------------------------------------
+# One BPE merge step on a corpus {tuple of symbols: count}. The answer returns (pair, new corpus), which
+# core.compare (arrays) cannot read, so this check runs its cases itself: each part observes the answer
+# (`observe(fn, case)`), compares what it saw with the reference's, and on a difference names the catalog
+# mistake that behaves the same way on the case (told apart on the part's other cases when several do).
+SENNRICH = ["low"] * 5 + ["lower"] * 2 + ["newest"] * 6 + ["widest"] * 3  # Sennrich et al. (2016)'s example
+
+
+def _after_merges(texts, k):
+    """The corpus of `texts` after k merge steps of the reference: a state a real BPE run passes through."""
+    words = subwords.word_counts(texts)
+    for _ in range(k):
+        words = subwords.bpe_merge_step(words)[1]
+    return words
+
+
+def _german(numbers):
+    from .. import number_words
+    return [number_words.german(n) for n in numbers]
+
+
+@functools.cache
+def bpe_cases():
+    """{"pair": cases whose pair is compared, "corpus": cases whose whole result is, "library": (texts, k)
+    cases run k steps and compared with the merges of Hugging Face tokenizers trained on the texts}."""
+    sennrich = {("l", "o", "w"): 5, ("l", "o", "w", "e", "r"): 2, ("n", "e", "w", "e", "s", "t"): 6,
+                ("w", "i", "d", "e", "s", "t"): 3}
+    return {
+        "pair": [
+            Case("counts that matter: ('l', 'o') 20 times in one word, ('e', 'w') once in each of three",
+                 ({("l", "o", "w"): 20, ("n", "e", "w"): 1, ("f", "e", "w"): 1, ("d", "e", "w"): 1},)),
+            Case("a tie: ('e', 's') and ('s', 't') both 9 times", (sennrich,)),
+            Case("a tie of every pair (3 times each): the first in the order is not the first seen",
+                 ({("s", "t", "o", "p"): 3, ("a", "b", "l", "e"): 3},)),
+            Case("a character against a merged symbol: ('▁', 'lo') and ('lo', 'w') both 7 times",
+                 (_after_merges(SENNRICH, 3),)),
+            Case("overlapping pairs: ('a', 'a', 'a') holds ('a', 'a') twice",
+                 ({("a", "a", "a"): 3, ("a", "b", "c"): 5},)),
+            Case("a pair twice in one word: ('x', 'y', 'x', 'y')", ({("x", "y", "x", "y"): 1, ("a", "b"): 1},),
+                 hidden=True),
+            Case("German number words after 4 merges (ties among 'ch', 'ie', 'ei')",
+                 (_after_merges(_german(range(20, 100)), 4),), hidden=True),
+        ],
+        "corpus": [
+            Case("every occurrence merged, counts kept (Sennrich's corpus, merging ('e', 's'))", (sennrich,)),
+            Case("overlapping: ('a', 'a', 'a') -> ('aa', 'a'), ('a', 'a', 'a', 'a') -> ('aa', 'aa')",
+                 ({("a", "a", "a"): 3, ("a", "a", "a", "a"): 2, ("b", "a", "a"): 1},)),
+            Case("the pair twice in one word: ('h', 'a', 'h', 'a') -> ('ha', 'ha')",
+                 ({("h", "a", "h", "a"): 4, ("h", "a", "t"): 1, ("t", "a"): 2},)),
+            Case("five a's in a row: ('a', 'a', 'a', 'a', 'a') -> ('aa', 'aa', 'a')",
+                 ({("a", "a", "a", "a", "a"): 2, ("b", "a"): 1},), hidden=True),
+            Case("German number words after 6 merges", (_after_merges(_german(range(20, 100)), 6),), hidden=True),
+        ],
+        "library": [
+            Case("Sennrich's corpus ('low' 5, 'lower' 2, 'newest' 6, 'widest' 3), 5 merges", (SENNRICH, 5)),
+            Case("Sennrich's corpus, every merge until each word is one symbol (15)", (SENNRICH, 15), hidden=True),
+            Case("the German words for 20 to 99, 8 merges", (_german(range(20, 100)), 8), hidden=True),
+        ],
+    }
+
+
+class _Malformed(Exception):
+    """The answer's result cannot be read as (pair, corpus); the message says why."""
+
+
+def _as_pair(value):
+    if not isinstance(value, (tuple, list)) or len(value) != 2 or not all(isinstance(s, str) for s in value):
+        raise _Malformed(f"the pair should be a tuple of two symbols (strings), like ('e', 's'); got {value!r:.80}")
+    return tuple(value)
+
+
+def _as_result(value):
+    """(pair, corpus as a dict {tuple of str: int}) from an answer's return value, or _Malformed."""
+    if value is None:
+        raise _Malformed("your function returned None (did you forget `return`?)")
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise _Malformed(f"expected a tuple (pair, new corpus), got {type(value).__name__}")
+    pair, corpus = value
+    pair = _as_pair(pair)
+    if not isinstance(corpus, dict):
+        raise _Malformed(f"the new corpus should be a dict {{tuple of symbols: count}}, got {type(corpus).__name__}")
+    for word in corpus:
+        if not isinstance(word, tuple) or not all(isinstance(s, str) for s in word):
+            raise _Malformed(f"the new corpus's words should be tuples of strings, one string a symbol, like "
+                             f"('lo', 'w'); got {word!r:.80}")
+    return pair, dict(corpus)
+
+
+def _copy_words(words):
+    return {tuple(w): n for w, n in words.items()}
+
+
+def _observe_pair(fn, case):
+    value = fn(_copy_words(case.args[0]))
+    if value is None:
+        raise _Malformed("your function returned None (did you forget `return`?)")
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise _Malformed(f"expected a tuple (pair, new corpus), got {type(value).__name__}")
+    return _as_pair(value[0])
+
+
+def _observe_corpus(fn, case):
+    words = _copy_words(case.args[0])
+    pair, corpus = _as_result(fn(words))
+    return pair, corpus, words == case.args[0]
+
+
+def _observe_merges(fn, case):
+    texts, k = case.args
+    words, pairs = subwords.word_counts(texts), []
+    for _ in range(k):
+        pair, words = _as_result(fn(words))
+        pairs.append(pair)
+    return pairs
+
+
+def _library_merges(case):
+    """The first k merges of Hugging Face tokenizers' BPE trained on the case's texts."""
+    texts, k = case.args
+    return _trained_merges(tuple(texts))[:k]
+
+
+@functools.cache
+def _trained_merges(texts):
+    return subwords.merges(subwords.train(list(texts), 400))
+
+
+def _pair_words(words, pair):
+    counts = subwords.pair_counts(words)
+    return f"{pair} occurs {counts.get(pair, 0)} times"
+
+
+def _say_pair(got, expected, case):
+    words = case.args[0]
+    return (f"the pair merged: expected {expected}, got {got} ({_pair_words(words, expected)} in the corpus, "
+            f"{_pair_words(words, got)})")
+
+
+def _say_corpus(got, expected, case):
+    (g_pair, g_corpus, untouched), (e_pair, e_corpus, _) = got, expected
+    if g_pair != e_pair:
+        return _say_pair(g_pair, e_pair, case)
+    if g_corpus == case.args[0] and g_corpus != e_corpus:
+        return f"after merging {e_pair} your corpus is the corpus you were given: no word was merged"
+    if g_corpus != e_corpus:
+        missing = [w for w in e_corpus if w not in g_corpus]
+        extra = [w for w in g_corpus if w not in e_corpus]
+        if missing:
+            text = f"after merging {e_pair} the new corpus should hold {missing[0]} (count {e_corpus[missing[0]]})"
+            return text + (f"; yours holds {extra[0]} (count {g_corpus[extra[0]]})" if extra else "; yours does not")
+        if extra:
+            return f"your new corpus holds {extra[0]}, which merging {e_pair} does not make"
+        word = next(w for w in e_corpus if e_corpus[w] != g_corpus[w])
+        return f"the count of {word}: expected {e_corpus[word]}, got {g_corpus[word]}"
+    if not untouched:
+        return "your function changed `words`, the corpus it was given: build a new dict and leave the old one as it is"
+    return ""
+
+
+def _say_merges(got, expected, case):
+    i = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e), None)
+    if i is None:
+        return f"{len(got)} merges, expected {len(expected)}"
+    agree = "" if i == 0 else " (merge 1 agrees)" if i == 1 else f" (merges 1 to {i} agree)"
+    return f"merge {i + 1}: Hugging Face tokenizers merged {expected[i]}, your step {got[i]}{agree}"
+
+
+def _observed(observe, fn, case):
+    """What `observe` sees of fn on the case: its value, or ("unreadable", why) for a result of another form."""
+    try:
+        return observe(fn, case)
+    except _Malformed as exc:
+        return ("unreadable", str(exc))
+
+
+def _run_observed(observe, fn, case, forbidden):
+    """(value, outcome): what `observe` saw of the answer on the case, run safely; value None when it raised."""
+    outcome = run_student(lambda: _observed(observe, fn, case), forbidden=forbidden)
+    return outcome.value if outcome.error is None else None, outcome
+
+
+def _same_as(mistake, observe, case, value):
+    """Whether a catalog mistake, observed the same way, gives `value` on the case."""
+    try:
+        return _observed(observe, mistake.impl, case) == value
+    except Exception:
+        return False
+
+
+def _diagnose_observed(observe, fn, case, value, catalog, others, forbidden):
+    """The catalog mistake whose observation equals the answer's on the case; several are told apart on
+    the part's other cases."""
+    matching = [m for m in catalog if _same_as(m, observe, case, value)]
+    for other in others:
+        if len(matching) <= 1:
+            break
+        mine, outcome = _run_observed(observe, fn, other, forbidden)
+        if outcome.error is not None:
+            break
+        agreeing = [m for m in matching if _same_as(m, observe, other, mine)]
+        matching = agreeing or matching
+    return matching[0] if matching else None
+
+
+def _unreadable(value):
+    return isinstance(value, tuple) and len(value) == 2 and value[0] == "unreadable"
+
+
+def _check_observed(c, label, fn, cases, observe, expect, say, catalog, forbidden):
+    """One part: every case's observation of the answer must equal `expect(case)`."""
+    if c.stopped:
+        return False
+    every, cases = list(cases), c.to_run(cases)
+    for case in cases:
+        recording.saw(c.exercise, label, case, subwords.bpe_merge_step)
+        value, outcome = _run_observed(observe, fn, case, forbidden)
+        c._absorb(outcome, case.label)
+        others = [o for o in every if o is not case]
+        if outcome.error is not None:
+            if outcome.delegated or isinstance(outcome.error, NotImplementedError):
+                c._explain_error(outcome)
+                return c.part(label, False, c.stopped, cases=cases, failed=case)
+            return c.part(label, False, f"[{case.label}] {c._explain_error(outcome)}", cases=cases, failed=case)
+        expected = expect(case)
+        if value != expected:
+            problem = value[1] if _unreadable(value) else say(value, expected, case)
+            found = _diagnose_observed(observe, fn, case, value, catalog, others, forbidden)
+            return c.part(label, False, with_cause(f"[{case.label}] {problem}", c.likely_cause(found)),
+                          cases=cases, failed=case)
+    return c.part(label, True, cases=cases)
+
+
+class _PlainChecker(Checker):
+    """A Checker whose messages speak of plain Python: this exercise needs no NumPy."""
+
+    def _explain_error(self, outcome):
+        text = super()._explain_error(outcome)
+        if outcome.delegated:
+            self.stopped = text = text.replace("Write it yourself with NumPy.", "Write it yourself, in plain Python.")
+        return text
+
+
+BPE_MERGE_STEP = Exercise("6.7", "bpe_merge_step", points=3, reference=subwords.bpe_merge_step)
+_BPE_FORBIDDEN = [subwords.bpe_merge_step, subwords.bpe_merges, subwords.pair_counts, subwords.merge_pair,
+                  subwords.merge_trace]
+
+
+@BPE_MERGE_STEP.checked_by
+def check_bpe_merge_step(bpe_merge_step=None, *, points=None, hidden=False):
+    """The most frequent adjacent pair (ties: rank(s) = (len(s) > 1, s), left then right), merged left to
+    right in every word; a new corpus, the counts kept."""
+    c = _PlainChecker(BPE_MERGE_STEP, points, hidden)
+    fn = c.find(bpe_merge_step, "bpe_merge_step")
+    cases = bpe_cases()
+    catalog = CATALOG["bpe_merge_step"]
+    reference = subwords.bpe_merge_step
+    if fn is not None:
+        _check_observed(c, "the most frequent pair, counted over the corpus, ties by the stated order", fn,
+                        cases["pair"], _observe_pair, lambda case: _observe_pair(reference, case), _say_pair,
+                        catalog, _BPE_FORBIDDEN)
+        _check_observed(c, "the new corpus: every occurrence merged left to right, counts kept, `words` unchanged",
+                        fn, cases["corpus"], _observe_corpus, lambda case: _observe_corpus(reference, case),
+                        _say_corpus, catalog, _BPE_FORBIDDEN)
+        _check_observed(c, "step after step, the merges of Hugging Face tokenizers", fn, cases["library"],
+                        _observe_merges, _library_merges, _say_merges, catalog, _BPE_FORBIDDEN)
+    return c.result()
+
+
+EXERCISES = [SHIFT_RIGHT, EMBED, ENCODE, DECODE, PARAMETER_COUNT, BPE_MERGE_STEP]
 ORDERINGS = [FORWARD_ORDER]
+
+
+# -- for the notebook's demonstrations ----------------------------------------------------------------
+def yours_or_ours(number, answer):
+    """The student's answer to exercise `number` when its visible test passes, else the course's
+    reference (with a note), so that a demonstration runs before the exercise is done. Grades nothing."""
+    exercise = next(e for e in EXERCISES if e.number == number)
+    if answer is not None:
+        with contextlib.redirect_stdout(io.StringIO()), collected():  # nothing shown, nothing recorded
+            score = exercise.checker(answer, hidden=False)
+        if score == exercise.points:
+            print(f"(using your {exercise.name}: its test passes)")
+            return answer
+    print(f"(your {exercise.name} does not pass its test yet, so the course's own stands in for it here)")
+    return exercise.reference
 
 
 # The concept checks before and after the lesson (encdec.checks.concepts): Exercise 6.0, and the one
