@@ -101,9 +101,11 @@ JOBS ?= 1
 # LESSONS=01-05: the assigned lessons (else autograder/assignments.csv, else the lessons submitted).
 STUDENT ?=
 LESSONS ?=
+# DASK=tcp://host:8786: each notebook graded on that Dask cluster's workers (docs/large-classes.md).
+DASK ?=
 autograde: $(STAMP)
 	$(BIN)/python -m autograder autograde --jobs $(JOBS) $(if $(STUDENT),--student "$(STUDENT)",) \
-	  $(if $(LESSON),--lesson "$(LESSON)",) $(if $(LESSONS),--lessons "$(LESSONS)",)
+	  $(if $(LESSON),--lesson "$(LESSON)",) $(if $(LESSONS),--lessons "$(LESSONS)",) $(if $(DASK),--dask "$(DASK)",)
 
 # A class on this machine's JupyterHub (tools/class/): its state, nbgrader's exchange included, lives
 # in CLASS_DIR. `make class` (as root) creates the instructor and STUDENTS student accounts, releases

@@ -6,14 +6,18 @@ One job per module:
     due.py            what is due: the assigned lessons with their due dates, and the roster
     collection.py     which file is each student's submission for each lesson
     jobs.py           the typed units: Job, Row and where a run writes (Outputs)
-    pipeline.py       grading one job, grading them all (JOBS=N, progress bar)
+    pipeline.py       grading one job, grading them all on this machine (JOBS=N, progress bar)
+    dask_grading.py   grading them all on a Dask cluster (DASK=tcp://…): jobs out, rows back, one writer
+    dask_worker.py    a Dask worker's side: one job graded from its own course, checked against the run's hash
     sandbox.py        the sandbox's interface (start, run, Outcome, configure_kernel), from the four below
     sandbox_start.py  probing and starting the sandbox for a run: bubblewrap, the Python paths, the rlimits
     cgroups.py        the cgroups that hold a job's memory and processes
     kernel_cell.py    one job's sandbox cell (folder, kernelspec, sockets) and nbgrader's kernel glue
     timed_process.py  one grading task in a process of its own, with a time limit
+    warm.py           the process server's warm-up (GRADE_PATH=fast): imports, each lesson's feedback page
+    phases.py         where a graded notebook's time goes (kernel start, cells, feedback…), for timings.json
     jail.py           the launcher that starts a graded kernel inside bubblewrap, with its limits
-    settings.py       the sandbox's mode (SANDBOX=on/auto/off) and limits (SANDBOX_MEMORY, …)
+    settings.py       the sandbox's mode (SANDBOX=on/auto/off) and limits (SANDBOX_MEMORY, …), GRADE_DASK, GRADE_PATH
     gradebook.py      the course's one state: nbgrader's gradebook, with every attempt beside it
     integrity.py      the private snapshot of the course; restoring changed files; finding the culprit
     nbgrader_glue.py  nbgrader's configuration, API and calls (generate_assignment, autograde, feedback)

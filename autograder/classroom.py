@@ -43,15 +43,38 @@ def run(args, sandbox_mode="on"):
     if not found.jobs:
         print(f"No submissions found under {args.submitted}/<student>/<lesson>/<lesson>.ipynb")
     start = time.time()
-    run_rows, maxima = pipeline.grade_all(found.jobs, out, args.jobs, submitted=args.submitted,
-                                          sandbox_mode=sandbox_mode)
-    book = gradebook.CourseGradebook(base, out.work / "template")
+    graded = [job for job in found.jobs if job.raw is not None]
+    setup = pipeline.prepare(out, sandbox_mode, sorted({j.lesson for j in graded} | set(lessons) | _attempted(base)),
+                             warm=pipeline.repeated_lessons(graded))
+    maxima = setup.maxima
+    book = gradebook.CourseGradebook(base, setup.template)
     book.ensure_lessons(lessons, out.work)
     book.add_students(roster)
     for lesson, duedate in dates.items():
         book.set_assignment(lesson, duedate)
-    for job, row in zip(found.jobs, run_rows):
+    jobs = found.jobs
+    if getattr(args, "skip_graded", False):
+        done = book.graded_before(jobs, setup.course_hash)
+        jobs = [job for job in jobs if (job.lesson, job.student) not in done]
+        if done:
+            print(f"{len(done)} notebooks already graded for the same file and course: kept as they are "
+                  "(--regrade grades them again)", file=sys.stderr)
+    def record(job, row):
+        begun = time.perf_counter()
         record_job(book, job, row, maxima, out)
+        row.phases["the gradebook: recording the row"] = round(time.perf_counter() - begun, 4)
+
+    if getattr(args, "dask", None):
+        from . import dask_grading
+        try:
+            run_rows = dask_grading.grade_all(jobs, setup, args.dask, sandbox_mode, on_row=record)
+        except dask_grading.Stopped as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 3
+    else:
+        run_rows, _ = pipeline.grade_all(jobs, out, args.jobs, submitted=args.submitted, setup=setup)
+        for job, row in zip(jobs, run_rows):
+            record(job, row)
     csv_path, report_path = base / "grades.csv", base / "report.md"
     rows = write_grades(book, maxima, csv_path, lessons, set(roster) | {j.student for j in found.jobs}, run_rows)
     copies = {(r.student_id, r.assignment): similarity.close_copies(
@@ -73,6 +96,12 @@ def run(args, sandbox_mode="on"):
     for r in failed:
         print(f"  {r.student_id}/{r.assignment}: {r.status}")
     return 1 if failed else 0
+
+
+def _attempted(base):
+    """The lessons the gradebook in `base` has attempts for (their release is shown in the report)."""
+    path = Path(base) / "gradebook.db"
+    return {a["assignment"] for a in gradebook.CourseGradebook(base).attempts()} if path.exists() else set()
 
 
 def write_grades(book, maxima, path, lessons=(), students=(), run_rows=()):

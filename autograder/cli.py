@@ -3,6 +3,7 @@
     python -m autograder release [--lesson 05]         # solutions/ -> course/ (nbgrader generate_assignment)
     python -m autograder autograde [--jobs N]          # every submission in autograder/submitted/
     python -m autograder autograde --student bob --lesson 01   # regrade only those rows
+    python -m autograder autograde --dask tcp://host:8786      # on a Dask cluster (docs/large-classes.md)
     python -m autograder collect --zip submissions.zip # an LMS's zip into autograder/submitted/
     python -m autograder collect [--lesson 01]         # a JupyterHub class: nbgrader's exchange -> submitted/
     python -m autograder publish [--lesson 01]         # a JupyterHub class: course/ -> the exchange
@@ -41,6 +42,12 @@ def parser():
     c.add_argument("--submitted", default=str(HERE / "submitted"))
     c.add_argument("--out", default=str(HERE), help="where autograded/, feedback/, grades.csv and report.md go")
     c.add_argument("--keep-demos", action="store_true", help="also run the demonstration cells (slower)")
+    c.add_argument("--dask", default=settings.dask_address(), metavar="tcp://HOST:8786",
+                   help="grade on this Dask cluster's workers (GRADE_DASK; docs/large-classes.md); rows already "
+                        "graded for the same file and course are kept")
+    c.add_argument("--regrade", action="store_true", help="with --dask: grade again what is graded already")
+    c.add_argument("--resume", action="store_true",
+                   help="without --dask: grade only what is not graded yet for the same file and course")
     c.add_argument("--lessons", help="the assigned lessons, e.g. 01-05 (else assignments.csv, else those submitted)")
     c.add_argument("--roster", default=str(HERE / "students.csv"), help="nbgrader's student CSV: id,first_name,…")
     c.add_argument("--assignments", default=str(HERE / "assignments.csv"), help="nbgrader's assignment CSV: name,duedate")
@@ -73,6 +80,7 @@ def parser():
 def autograde(args):
     """Grade what is due (classroom.py): grades.csv, report.md and the feedback, from the gradebook.
     Exit 1 when a submission of this run failed."""
+    args.skip_graded = (bool(args.dask) and not args.regrade) or args.resume
     return classroom.run(args, sandbox_mode("on"))
 
 

@@ -65,3 +65,12 @@ def source_facts(lesson):
     sources = {c.source for c in nb.cells if c.cell_type == "code"
                and not c.get("metadata", {}).get("nbgrader", {}).get("solution")}
     return SourceFacts(frozenset(demo), frozenset(sources))
+
+
+def points(lesson, solutions=SOLUTIONS):
+    """{grade_id: points} of a lesson's graded code cells, in notebook order, from its source notebook:
+    what nbgrader's generate_assignment records as each grade cell's max_score."""
+    import nbformat
+    nb = nbformat.read(str(Path(solutions) / lesson / f"{lesson}.ipynb"), as_version=4)
+    return {c.metadata.nbgrader.grade_id: float(c.metadata.nbgrader.get("points", 0)) for c in nb.cells
+            if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("grade")}

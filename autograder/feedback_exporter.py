@@ -11,12 +11,16 @@ and `nbgrader generate_feedback` write the same pages.
 """
 
 import base64
+import functools
+import json
 import re
 from html import escape
 from pathlib import Path
 
+import jinja2
 import nbformat
 from nbconvert.exporters import HTMLExporter
+from nbconvert.filters.highlight import Highlight2HTML
 
 from . import records
 
@@ -36,19 +40,27 @@ math[display="block"] { display: block; margin: .6em 0; overflow-x: auto; }
 """
 
 
+@functools.lru_cache(maxsize=8192)
+def _mathml(tex, display):
+    """One formula as MathML (remembered: a lesson's formulas are the same in every submission, and
+    the grader's warmed process server (warm.py) has converted them once for all its jobs)."""
+    from latex2mathml.converter import convert
+    return convert(tex, display=display)
+
+
 def math_to_mathml(text):
     """Markdown with each $…$ and $$…$$ rendered as MathML, which browsers draw without any script
     or network; a formula the converter cannot read stays as its TeX source, in code. Without
     latex2mathml (requirements.txt) the text is returned as it is."""
     try:
-        from latex2mathml.converter import convert
+        import latex2mathml.converter  # noqa: F401
     except ImportError:
         return text
 
     def one(m):
         tex, block = (m.group(1), True) if m.group(1) is not None else (m.group(2), False)
         try:
-            return convert(tex.strip(), display="block" if block else "inline")
+            return _mathml(tex.strip(), "block" if block else "inline")
         except Exception:  # an unknown command: show the source rather than break the page
             return f"<code>{escape(m.group(0))}</code>"
     return MATH.sub(one, text)
@@ -77,8 +89,69 @@ def exercise_names(nb):
     return names
 
 
+class _CompiledTemplates(jinja2.BytecodeCache):
+    """The templates' compiled code, kept in memory by source checksum: compiled once in the grader's
+    process server (warm.py), then reused by every job forked from it."""
+
+    def __init__(self):
+        self.store = {}
+
+    def load_bytecode(self, bucket):
+        if bucket.key in self.store and bucket.checksum == self.store[bucket.key][0]:
+            bucket.bytecode_from_string(self.store[bucket.key][1])
+
+    def dump_bytecode(self, bucket):
+        self.store[bucket.key] = (bucket.checksum, bucket.bytecode_to_string())
+
+
+COMPILED = _CompiledTemplates()
+
+
+_RENDERED = {}  # (what a cell's HTML depends on) -> its HTML: a lesson's own cells are the same in every submission
+
+
+def _remembered(key, make):
+    if key not in _RENDERED:
+        if len(_RENDERED) > 20000:
+            _RENDERED.clear()
+        _RENDERED[key] = make()
+    return _RENDERED[key]
+
+
+class _Highlight:
+    """nbconvert's code highlighter, remembering each cell's HTML (the same input gives the same HTML)."""
+
+    def __init__(self, highlight):
+        self.highlight = highlight
+
+    def __call__(self, source, language=None, metadata=None):
+        key = ("code", source, language, json.dumps(metadata, sort_keys=True, default=str), self.highlight.pygments_lexer)
+        return _remembered(key, lambda: self.highlight(source, language=language, metadata=metadata))
+
+
 class FeedbackExporter(HTMLExporter):
-    """nbgrader's feedback page with formulas as MathML, the exercises named and text that wraps."""
+    """nbgrader's feedback page with formulas as MathML, the exercises named and text that wraps.
+    What it makes once it keeps in memory (compiled templates, each Markdown or code cell's HTML,
+    each formula's MathML): the grader's process server makes them for the run's lessons (warm.py),
+    and every job forked from it finds the lesson's own cells done."""
+
+    def _create_environment(self):
+        environment = super()._create_environment()
+        environment.bytecode_cache = COMPILED
+        return environment
+
+    @jinja2.pass_context
+    def markdown2html(self, context, source):
+        cell = context.get("cell", {})
+        path = context.get("resources", {}).get("metadata", {}).get("path", "") if self.embed_images else ""
+        key = ("markdown", source, json.dumps(cell.get("attachments", {}), sort_keys=True), path, self.embed_images,
+               self.anchor_link_text, self.exclude_anchor_links, repr(self.lexer_options))
+        return _remembered(key, lambda: super(FeedbackExporter, self).markdown2html(context, source))
+
+    def register_filter(self, name, jinja_filter):
+        if name == "highlight_code" and isinstance(jinja_filter, Highlight2HTML):
+            jinja_filter = _Highlight(jinja_filter)
+        return super().register_filter(name, jinja_filter)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         nb = nbformat.from_dict(nb)

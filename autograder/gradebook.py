@@ -14,8 +14,10 @@ What lives where:
   so it survives every regrade; rows show it in place of the auto score, as nbgrader does.
 - the table `encdec_attempts` keeps every attempt: one per distinct submitted file, with its time,
   status, scores, misconceptions, the audit's cautions and the folder `attempts/<student>/<lesson>/<n>/` holding the
-  file as submitted, the graded notebook and the feedback page. Grading the same bytes again
-  replaces that attempt's results; different bytes are a new attempt.
+  file as submitted, the graded notebook and the feedback page, and the hash of the course it was
+  graded against (integrity.course_hash). Grading the same bytes again replaces that attempt's
+  results; different bytes are a new attempt. A run on a Dask cluster (or with --resume) skips the
+  files already graded against the same course (graded_before): a stopped run goes on where it stopped.
 
 Only the (student, lesson) pairs a run grades are written; every other row stays as it was.
 """
@@ -42,7 +44,7 @@ create table if not exists encdec_attempts (
     status text not null, cells text not null, max_score real not null,
     misconceptions text not null, late integer not null default 0, seconds_late real not null default 0,
     penalty real not null default 0, note text not null default '', folder text not null,
-    sandbox text not null default '', cautions text not null default '[]',
+    sandbox text not null default '', cautions text not null default '[]', course text not null default '',
     primary key (assignment, student, attempt))
 """
 
@@ -65,8 +67,10 @@ class CourseGradebook:
         if self.path.exists():
             with closing(sqlite3.connect(self.path)) as db, db:
                 db.execute(SCHEMA)
-                if "cautions" not in {r[1] for r in db.execute("pragma table_info(encdec_attempts)")}:
-                    db.execute("alter table encdec_attempts add column cautions text not null default '[]'")
+                columns = {r[1] for r in db.execute("pragma table_info(encdec_attempts)")}
+                for name, default in (("cautions", "'[]'"), ("course", "''")):
+                    if name not in columns:
+                        db.execute(f"alter table encdec_attempts add column {name} text not null default {default}")
 
     def nbgrader(self):
         from nbgrader.api import Gradebook
@@ -167,14 +171,30 @@ class CourseGradebook:
         with self._sql() as db, db:
             db.execute("delete from encdec_attempts where assignment = ? and student = ? and attempt = ?",
                        (lesson, student, number))
-            db.execute("insert into encdec_attempts values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            db.execute("insert into encdec_attempts (assignment, student, attempt, graded_at, submitted_at, sha256, "
+                       "status, cells, max_score, misconceptions, late, seconds_late, penalty, note, folder, sandbox, "
+                       "cautions, course) values (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                        (lesson, student, number, now(), job.timestamp.isoformat() if job.timestamp else None,
                         sha, row.status, json.dumps(row.cells if row.graded else {}),
                         sum(maxima.get(lesson, {}).values()), json.dumps(found),
                         int(bool(job.late or seconds_late > 0)), seconds_late, penalty, job.note or "",
                         str(folder.relative_to(self.out)), getattr(row, "sandbox", ""),
-                        json.dumps(getattr(row, "cautions", []))))
+                        json.dumps(getattr(row, "cautions", [])), getattr(row, "course", "")))
         return number
+
+    def graded_before(self, jobs, course):
+        """The (lesson, student) pairs among `jobs` whose file is already recorded as graded (or failed,
+        or tampered) against the same course (its hash): a run that stopped half-way leaves these,
+        and the same command run again grades only the rest. A crash of the grader is not a result."""
+        latest, done = self.latest(), set()
+        for job in jobs:
+            attempt = latest.get((job.lesson, job.student))
+            if job.raw is None or attempt is None or not course or attempt["course"] != course:
+                continue
+            if attempt["sha256"] == hashlib.sha256(job.raw).hexdigest() and \
+                    not attempt["status"].startswith("failed: the grader crashed"):
+                done.add((job.lesson, job.student))
+        return done
 
     @staticmethod
     def _misconceptions(graded_notebook, row, maxima):

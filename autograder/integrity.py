@@ -24,6 +24,22 @@ def snapshot_course(work):
     return course
 
 
+def course_hash(course):
+    """The hash of a course snapshot (snapshot_course): every file of its lib/, solutions/ (the
+    lessons' source notebooks, from which their release is made) and autograder/, by path and bytes,
+    and nbgrader's version, which makes the release and grades. Two copies of the course with the
+    same hash grade alike; a Dask worker whose copy has another refuses the run's jobs."""
+    import hashlib
+
+    import nbgrader
+    digest = hashlib.sha256(f"nbgrader {nbgrader.__version__}\n".encode())
+    course = Path(course)
+    for path in sorted(p for p in course.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(f"{path.relative_to(course).as_posix()}\n{path.stat().st_size}\n".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 class Integrity:
     """The files grading relies on, remembered before grading and restored if a submission
     changes them: the snapshot of the course (its lib/, solutions/ and autograder code), the

@@ -40,6 +40,8 @@ class Row:
     submitted_at: str = ""  # the submission's timestamp, when one was given
     audit: list = field(default_factory=list)  # audit.Finding: why a tampered row scores 0 (the student's page)
     cautions: list = field(default_factory=list)  # the audit's cautions, for the instructor (report.md)
+    course: str = ""  # the hash of the course it was graded against (integrity.course_hash)
+    phases: dict = field(default_factory=dict)  # where its time went, in seconds (phases.py; timings.json)
 
     @property
     def graded(self):

@@ -1,12 +1,14 @@
 """nbgrader, configured for the course: its configuration, its API, and the calls grading makes
 (generate_assignment, autograde, generate_feedback, the gradebook, the validator)."""
 
+import hashlib
+import json
 import os
 import shutil
 import sys
 from pathlib import Path
 
-from . import sandbox
+from . import phases, sandbox
 from .course import COURSE, HERE, ROOT, SOLUTIONS, matching
 
 # Added to nbgrader's feedback steps when the course grades (not when nbgrader's own commands run).
@@ -57,18 +59,41 @@ def gradebook_url(folder):
 
 
 # -- the template gradebook, and what it says ----------------------------------------------------------
-def prepare_template(work, course):
-    """A gradebook holding every lesson's source cells (what OverwriteCells restores from)."""
+def prepare_template(work, course, digest="", lessons=None):
+    """A gradebook holding the lessons' source cells (what OverwriteCells restores from), and their
+    release/: `work`/template. It is kept between runs of the same course (`digest`, its hash,
+    integrity.course_hash) and grows by the lessons a run needs that it lacks (`lessons`, every
+    lesson when None); a template made from another course, or whose files changed since they
+    were made, is made again."""
     template = Path(work) / "template"
-    if template.exists():
-        shutil.rmtree(template)
-    template.mkdir(parents=True)
-    api = api_for(scratch_config(template, template / "release", course))
-    for lesson in matching(None):
-        result = api.generate_assignment(lesson, force=True, create=True)
-        if not result["success"]:
-            raise SystemExit(f"generate_assignment {lesson} failed:\n{result.get('error') or result.get('log')}")
+    stamp, manifest = template / "course.sha256", template / "manifest.json"
+    if not (digest and stamp.is_file() and stamp.read_text() == digest and _intact(template, manifest)):
+        if template.exists():
+            shutil.rmtree(template)
+        template.mkdir(parents=True)
+        stamp.write_text(digest)
+    wanted = matching(None) if lessons is None else [lesson for lesson in matching(None) if lesson in set(lessons)]
+    missing = [lesson for lesson in wanted if not (template / "release" / lesson / f"{lesson}.ipynb").is_file()]
+    if missing:
+        api = api_for(scratch_config(template, template / "release", course))
+        for lesson in missing:
+            result = api.generate_assignment(lesson, force=True, create=True)
+            if not result["success"]:
+                raise SystemExit(f"generate_assignment {lesson} failed:\n{result.get('error') or result.get('log')}")
+        manifest.write_text(json.dumps(_listing(template, manifest)))
     return template
+
+
+def _listing(template, manifest):
+    return {str(p.relative_to(template)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(template.rglob("*"))
+            if p.is_file() and p != manifest and "__pycache__" not in p.parts}
+
+
+def _intact(template, manifest):
+    try:
+        return json.loads(manifest.read_text()) == _listing(template, manifest)
+    except (OSError, ValueError):
+        return False
 
 
 def max_points(template, lesson):
@@ -113,13 +138,20 @@ def autograde_submission(spec):
     or {"status": "failed: <reason>"}. Runs inside the sandbox (sandbox.run).
     """
     root, lesson, student = Path(spec["root"]), spec["lesson"], spec["student"]
-    api = api_for(scratch_config(root, Path(spec["release"]), spec["course"]))
+    phases.reset()
+    config = phases.configure(scratch_config(root, Path(spec["release"]), spec["course"]))
+    if spec.get("quick_shutdown"):  # the scores are in: kill the kernel rather than wait for it to exit
+        config.Execute.shutdown_kernel = "immediate"
+    api = api_for(config)
     result = api.autograde(lesson, student, force=True, create=True)
+    phases.mark("autograded")
     if not result["success"]:
-        return {"status": f"failed: {failure_reason((result.get('log') or '') + (result.get('error') or ''))}"}
+        return {"status": f"failed: {failure_reason((result.get('log') or '') + (result.get('error') or ''))}",
+                "phases": phases.summary()}
     cells = read_grades(root, lesson, student)
     feedback = api.generate_feedback(lesson, student, force=True)
-    return {"status": "graded", "cells": cells, "feedback_ok": bool(feedback["success"])}
+    phases.mark("feedback")
+    return {"status": "graded", "cells": cells, "feedback_ok": bool(feedback["success"]), "phases": phases.summary()}
 
 
 # -- release and validate -------------------------------------------------------------------------------

@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import collection, integrity, nbgrader_glue, records, sandbox
+from . import collection, integrity, nbgrader_glue, records, sandbox, settings, timed_process
 from .audit import audit_notebook
-from .course import matching, source_facts
+from .course import matching, points, source_facts
 from .jobs import Job, Outputs, Row  # noqa: F401 (Job and Outputs: the pipeline's interface too)
 
 DEFAULT_TIMEOUT = 600  # seconds per notebook, all cells (GRADE_TIMEOUT overrides it)
@@ -31,13 +31,22 @@ WARM = ["nbgrader.apps", "nbgrader.api", "nbgrader.converters", "autograder.nbgr
 
 @dataclass(frozen=True)
 class Setup:
-    """What every job of a run shares."""
+    """What every job of a run shares (prepare() makes it)."""
 
     course: Path  # the private snapshot of lib/, solutions/ and the autograder that grading runs
     template: Path  # the gradebook generate_assignment prepared, and its release/
     facts: dict  # lesson -> course.SourceFacts
     out: Outputs
     jail: object = None  # sandbox.Jail, or None when kernels run without the sandbox
+    course_hash: str = ""  # integrity.course_hash of the snapshot: what the rows were graded against
+    contained: str = ""  # how kernels are contained, as grades.csv records it
+    maxima: dict = None  # {lesson: {grade_id: points}} of every lesson
+    fast: bool = True  # GRADE_PATH=fast (settings.grading_path): the warmed process server, …
+    scratch: Path = None  # where each job's scratch course goes (in memory on the fast path), else out.work
+
+    @property
+    def warm(self):
+        return WARM + (["autograder.warm"] if self.fast else [])
 
 
 # -- jobs ---------------------------------------------------------------------------------------------
@@ -94,7 +103,9 @@ def grade_job(job, setup):
     if reason:
         row.status = f"failed: {reason}"
         return row
+    audit_start = time.perf_counter()
     text, found = prepare_notebook(job.raw, setup.facts[job.lesson], job.keep_demos)
+    row.phases["the audit (before it runs)"] = round(time.perf_counter() - audit_start, 4)
     row.cautions = [c.evidence() for c in found.cautions]  # the guard checks these at run time
     if found.findings:
         evidence = [f.evidence() for f in found.findings]
@@ -102,19 +113,20 @@ def grade_job(job, setup):
         row.audit = found.findings
         return row
     timeout = job.timeout or int(os.environ.get("GRADE_TIMEOUT", DEFAULT_TIMEOUT))
-    root = Path(tempfile.mkdtemp(prefix=f"{job.student}-{job.lesson}-", dir=setup.out.work))
+    root = Path(tempfile.mkdtemp(prefix=f"{job.student}-{job.lesson}-", dir=setup.scratch or setup.out.work))
     try:
         shutil.copyfile(setup.template / "gradebook.db", root / "gradebook.db")
         dest = root / "submitted" / job.student / job.lesson
         dest.mkdir(parents=True)
         (dest / f"{job.lesson}.ipynb").write_text(text)
-        spec = {"root": str(root), "lesson": job.lesson, "student": job.student,
+        spec = {"root": str(root), "lesson": job.lesson, "student": job.student, "quick_shutdown": setup.fast,
                 "release": str(setup.template / "release"), "course": str(setup.course)}
         outcome = sandbox.run(nbgrader_glue.autograde_submission, spec, workdir=root,
-                              library=setup.course / "lib", timeout=timeout, warm=WARM, jail=setup.jail)
+                              library=setup.course / "lib", timeout=timeout, warm=setup.warm, jail=setup.jail)
         if outcome.failure:
             row.status = outcome.failure
             return row
+        row.phases.update(outcome.result.get("phases", {}))
         row.status = outcome.result["status"]
         if row.status == "graded":
             row.cells = {k: v[0] for k, v in outcome.result["cells"].items()}
@@ -177,23 +189,80 @@ def start_sandbox(mode, course):
     return jail, jail.description
 
 
-def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None, sandbox_mode="on"):
-    """Grade the jobs with up to jobs_n in parallel; returns (rows in job order, maxima), maxima
-    being {lesson: {grade_id: points}}. sandbox_mode: 'on' (raises sandbox.Unavailable where
-    the sandbox cannot run), 'auto' or 'off'; every row records which it was."""
+def prepare(out, sandbox_mode="on", lessons=None, warm=None):
+    """What every job of a run shares: the course snapshot and its hash, the sandbox, the template of
+    `lessons` (every lesson when None), what grading knows of each lesson. On the fast path (GRADE_PATH,
+    settings.py) the template is kept from run to run of the same course, the sandbox is probed while it
+    is made, the process server starts warming at once (warm.py: `warm`, the lessons whose feedback page
+    it builds first, worth it for a lesson graded more than once), and the jobs' scratch courses go in
+    memory. Raises sandbox.Unavailable when sandbox_mode is 'on' and the sandbox cannot run here."""
+    fast = settings.grading_path() == "fast"
     out.work.mkdir(parents=True, exist_ok=True)
     nbgrader_glue.put_venv_on_path()
     course = integrity.snapshot_course(out.work)
-    jail, contained = start_sandbox(sandbox_mode, course)
-    template = nbgrader_glue.prepare_template(out.work, course)
-    maxima = {lesson: nbgrader_glue.max_points(template, lesson) for lesson in matching(None)}
-    setup = Setup(course, template, {lesson: source_facts(lesson) for lesson in matching(None)}, out, jail)
-    guard = integrity.Integrity(submitted, template, course, watch_site=jail is None)
+    digest = integrity.course_hash(course)
+    every = matching(None)
+    if not fast:
+        jail, contained = start_sandbox(sandbox_mode, course)
+        template = nbgrader_glue.prepare_template(out.work, course)
+        return Setup(course, template, {lesson: source_facts(lesson) for lesson in every}, out, jail, digest,
+                     contained, {lesson: points(lesson, course / "solutions") for lesson in every}, fast=False)
+    graded = every if lessons is None else [lesson for lesson in every if lesson in set(lessons)]
+    os.environ["AUTOGRADER_WARM"] = os.pathsep.join(str(course / "solutions" / x / f"{x}.ipynb") for x in warm or ())
+    timed_process.start_server(WARM + ["autograder.warm"])
+    with ThreadPoolExecutor(max_workers=1) as side:
+        probed = side.submit(start_sandbox, sandbox_mode, course)
+        template = nbgrader_glue.prepare_template(out.work, course, digest, graded)
+        jail, contained = probed.result()
+    shm = Path("/dev/shm")
+    scratch = Path(tempfile.mkdtemp(prefix="ag-scratch-", dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) else None
+    return Setup(course, template, {lesson: source_facts(lesson) for lesson in every}, out, jail, digest, contained,
+                 {lesson: points(lesson, course / "solutions") for lesson in every}, fast=True, scratch=scratch)
+
+
+def lessons_of(jobs):
+    """The lessons whose template the jobs need: those with a file to grade."""
+    return sorted({job.lesson for job in jobs if job.raw is not None})
+
+
+def repeated_lessons(jobs):
+    """The lessons with more than one file to grade: their feedback page is worth building ahead."""
+    counts = {}
+    for job in jobs:
+        if job.raw is not None:
+            counts[job.lesson] = counts.get(job.lesson, 0) + 1
+    return sorted(lesson for lesson, n in counts.items() if n > 1)
+
+
+def progress_bar(jobs, progress=True):
+    if not (progress and jobs):
+        return None
+    from tqdm import tqdm
+    return tqdm(total=len(jobs), desc="grading", unit="notebook", file=sys.stderr)
+
+
+def show(bar, job, row):
+    if bar:
+        bar.update(1)
+        bar.set_postfix_str(f"{job.student}/{job.lesson}: {row.status[:40]}")
+
+
+def finish(row, setup, contained=None):
+    """A row as the run records it: how its kernel was contained, the course's hash, its totals."""
+    row.sandbox = setup.contained if contained is None else contained
+    row.course = setup.course_hash
+    return _totals(row, setup.maxima)
+
+
+def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None, sandbox_mode="on", setup=None):
+    """Grade the jobs with up to jobs_n in parallel on this machine; returns (rows in job order,
+    maxima), maxima being {lesson: {grade_id: points}}. sandbox_mode: 'on' (raises
+    sandbox.Unavailable where the sandbox cannot run), 'auto' or 'off'; every row records which
+    it was. `setup`: from prepare(), else made here."""
+    setup = setup or prepare(out, sandbox_mode, lessons_of(jobs), warm=repeated_lessons(jobs))
+    guard = integrity.Integrity(submitted, setup.template, setup.course, watch_site=setup.jail is None)
     rows = [None] * len(jobs)
-    bar = None
-    if progress and jobs:
-        from tqdm import tqdm
-        bar = tqdm(total=len(jobs), desc="grading", unit="notebook", file=sys.stderr)
+    bar = progress_bar(jobs, progress)
 
     suspects, running = set(), set()
 
@@ -209,14 +278,15 @@ def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None, sandbox_mode="
             running.discard(i)
             if guard.check_and_restore():  # someone among the jobs in flight changed course files
                 suspects |= {i} | set(running)
-            if bar:
-                bar.update(1)
-                bar.set_postfix_str(f"{jobs[i].student}/{jobs[i].lesson}: {rows[i].status[:40]}")
+            show(bar, jobs[i], rows[i])
     for i, row, tampered in integrity.find_culprits(suspects, lambda k: _grade_safely(jobs[k], setup), guard):
-        rows[i] = Row(row.assignment, row.student_id, tampered, seconds=row.seconds, cautions=row.cautions) \
-            if tampered else row
+        rows[i] = tampered_row(row, tampered) if tampered else row
     if bar:
         bar.close()
-    for row in rows:
-        row.sandbox = contained
-    return [_totals(row, maxima) for row in rows], maxima
+    if setup.scratch:
+        shutil.rmtree(setup.scratch, ignore_errors=True)
+    return [finish(row, setup) for row in rows], setup.maxima
+
+
+def tampered_row(row, status):
+    return Row(row.assignment, row.student_id, status, seconds=row.seconds, cautions=row.cautions)

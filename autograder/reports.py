@@ -38,7 +38,8 @@ def write_csv(rows, maxima, path):
 
 def write_timings(rows, path):
     Path(path).write_text(json.dumps([{"student_id": r.student_id, "assignment": r.assignment,
-                                       "status": r.status, "seconds": r.seconds} for r in rows]))
+                                       "status": r.status, "seconds": r.seconds,
+                                       "phases": getattr(r, "phases", {})} for r in rows]))
 
 
 def row_records(row, maxima, out):

@@ -11,6 +11,9 @@ Every limit can be changed in the environment of the grading run, for example
 | SANDBOX_FILE_SIZE   | 1G      | the size of one file it writes                                        |
 | SANDBOX_CPU_TIME    | 600     | CPU seconds per process                                               |
 
+GRADE_DASK=tcp://host:8786 (or `make autograde DASK=…`, or `--dask`) grades each notebook on that Dask
+cluster (dask_grading.py); without it, on this machine (JOBS=N at once).
+
 SANDBOX=on (the default of `make autograde`) grades only in the sandbox and refuses where it
 cannot run; SANDBOX=auto (the default of `make grade`) uses it where it runs and says so where
 it does not; SANDBOX=off grades without it, and every row of grades.csv says so.
@@ -79,4 +82,25 @@ def mode(default, env=None):
     value = (env.get("SANDBOX") or default).strip().lower()
     if value not in MODES:
         raise ValueError(f"SANDBOX must be one of {', '.join(MODES)}, got {value!r}")
+    return value
+
+
+def dask_address(env=None):
+    """GRADE_DASK from the environment: the Dask scheduler a class is graded on, or None (this machine)."""
+    env = os.environ if env is None else env
+    return (env.get("GRADE_DASK") or "").strip() or None
+
+
+PATHS = ("fast", "classic")
+
+
+def grading_path(env=None):
+    """GRADE_PATH from the environment: 'fast' (the default) or 'classic', the way each notebook was
+    graded before the fast path (a process server that only imports, the kernel waited for at its
+    shutdown, the scratch course on disk, the template made again every run), kept to compare the two
+    (`make bench BENCH=grading`). The grades are the same."""
+    env = os.environ if env is None else env
+    value = (env.get("GRADE_PATH") or "fast").strip().lower()
+    if value not in PATHS:
+        raise ValueError(f"GRADE_PATH must be one of {', '.join(PATHS)}, got {value!r}")
     return value

@@ -37,6 +37,14 @@ def _server(warm):
     return _SERVER
 
 
+def start_server(warm):
+    """Start the process server now, importing `warm` (and running what those modules run on import)
+    while the caller goes on; the first run() waits for it to be ready."""
+    _server(warm)
+    from multiprocessing import forkserver
+    forkserver.ensure_running()
+
+
 def _child(task, arg, workdir, library, conn, folder):
     os.setsid()  # a session of its own: what it starts outside a sandbox dies with it on a timeout
     library = str(library)  # the kernel imports this library first (a private snapshot of lib/)

@@ -1,4 +1,18 @@
-"""Grading at scale, the sandbox's cost on it, the mutation proof, and what JOBS=N gives.
+"""Grading at scale, the sandbox's cost on it, the mutation proof, what JOBS=N gives, where a notebook's
+time goes on the fast and the classic path side by side, `make grade` per lesson, and the cost of a
+class on 1, 2 and 4 Dask workers.
+
+GRADING_BENCH=paths,lessons,dask (any of scale, paths, lessons, dask) runs only those parts; all by
+default. The parts after the first:
+- paths: the same class (quick: 2 students x 2 lessons; else 4 x every lesson) graded with JOBS=2 in the
+  sandbox on the classic path (GRADE_PATH=classic: as graded before) and the fast one, alternating
+  classic, fast, fast, classic; seconds per notebook = wall time / notebooks of each run, and the mean
+  seconds of each phase per notebook (timings.json, autograder/phases.py), with the sandbox's start
+  and the imports (numpy, encdec, torch) timed on their own, in the sandbox;
+- lessons: `python -m autograder self --lesson NN` (make grade) for each lesson, twice: the first
+  makes the lesson's template (kept for later runs of the same course), the second is the usual run;
+- dask: a class graded through a `dask scheduler` and 1, 2 and 4 `dask worker --nthreads 1` on this
+  machine (after one run that warms the workers), seconds per 1,000 notebooks, and the model for N.
 
 A synthetic class: every student submits every lesson, each notebook one of the solution, a
 mutant (a different catalog mistake in every exercise), a correct alternative, or the untouched
@@ -21,10 +35,23 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
 
 
 def run(quick=False):
+    parts = [p for p in os.environ.get("GRADING_BENCH", "scale,paths,lessons,dask").split(",") if p]
+    rows = []
+    for name, part in (("scale", at_scale), ("paths", paths), ("lessons", lessons_self), ("dask", dask_workers)):
+        if name in parts:
+            rows += part(quick)
+    return rows
+
+
+def load():
+    return os.uname().nodename + ": load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def at_scale(quick=False):
     from grading_class import alternative_notebook, full_marks, grade_id_of, mutant
     from nbtools import autograde, checks_module, course_copy, lessons, release, solution, write_submission
 
@@ -134,4 +161,184 @@ def run(quick=False):
     out.append({"group": "mutation proof", "name": "mutants caught", "value": f"{caught} of {mutants}", "unit": ""})
     out.append({"group": "mutation proof", "name": "alternatives accepted", "value": f"{accepted} of {exercises}",
                 "unit": ""})
+    return out
+
+
+# -- the fast and the classic path, side by side ------------------------------------------------------
+def _small_class(tmp, n_students, chosen):
+    from grading_class import alternative_notebook, mutant
+    from nbtools import release, solution, write_submission
+    kinds = ["solution", "mutant-1", "alternative", "untouched"]
+    for s in range(n_students):
+        for j, lesson in enumerate(chosen):
+            kind = kinds[(s + j) % len(kinds)]
+            nb = {"solution": lambda: solution(lesson), "untouched": lambda: release(lesson),
+                  "mutant-1": lambda: mutant(lesson, 0)[0], "alternative": lambda: alternative_notebook(lesson)[0]}[kind]()
+            write_submission(tmp / "submitted", f"student{s:03d}", lesson, nb)
+    return tmp / "submitted"
+
+
+def _sandbox_micro(library, repeats=3):
+    """Median wall seconds of `python -c CODE` through the jail (the sandbox) for a few CODEs, and of plain
+    `python -c pass` outside it."""
+    import subprocess
+    sys.path.insert(0, str(ROOT))
+    from autograder import sandbox
+    jail = sandbox.start(library)
+    found = {}
+    for label, code in (("python, no sandbox", None), ("sandbox start (bubblewrap + python)", "pass"),
+                        ("import ipykernel (in the sandbox)", "import ipykernel.kernelapp"),
+                        ("import numpy (in the sandbox)", "import numpy"),
+                        ("import encdec, encdec.checks (in the sandbox)", "import encdec, encdec.checks"),
+                        ("import matplotlib.pyplot (in the sandbox)", "import matplotlib.pyplot"),
+                        ("import torch (in the sandbox)", "import torch")):
+        times = []
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as work:
+                cell = sandbox.Cell(jail, library)
+                argv = [sys.executable, "-c", "pass"] if code is None else \
+                    [sys.executable, jail.launcher, str(cell.folder / "spec.json"), sys.executable, "-c", code]
+                start = time.perf_counter()
+                subprocess.run(argv, cwd=work, capture_output=True, env={**os.environ, "PYTHONPATH": str(library)})
+                times.append(time.perf_counter() - start)
+                cell.close()
+        found[label] = statistics.median(times)
+    return found
+
+
+def paths(quick=False):
+    from nbtools import autograde, course_copy, lessons
+    chosen = lessons()[:2] if quick else lessons()
+    n_students = 2 if quick else 4
+    order = ["classic", "fast", "fast", "classic"]
+    wall, phases, seconds, scores, loads = {"classic": [], "fast": []}, {"classic": {}, "fast": {}}, \
+        {"classic": [], "fast": []}, {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        submitted = _small_class(tmp, n_students, chosen)
+        root = course_copy(tmp / "course")
+        n = n_students * len(chosen)
+        for k, path in enumerate(order):
+            out = tmp / f"out-{k}-{path}"
+            loads.append(load())
+            start = time.perf_counter()
+            code, rows, output = autograde(submitted, out, jobs=2, root=root, timeout=6 * 3600,
+                                           env={"SANDBOX": "on", "GRADE_PATH": path})
+            wall[path].append((time.perf_counter() - start) / n)
+            scores.setdefault(path, {key: r["score"] for key, r in rows.items()})
+            for t in json.loads((out / ".work" / "timings.json").read_text()):
+                seconds[path].append(t["seconds"])
+                for name, value in t.get("phases", {}).items():
+                    phases[path].setdefault(name, []).append(value)
+        micro = _sandbox_micro(root / "lib")
+    group = (f"grading, the classic and the fast path side by side: {n_students} students x {len(chosen)} lessons, "
+             f"JOBS=2, sandbox on, runs classic, fast, fast, classic")
+    same = scores["classic"] == scores["fast"]
+    out = [{"group": group, "name": f"seconds per notebook, {path} path", "value": statistics.mean(wall[path]),
+            "unit": "s", "note": f"wall time / notebooks, mean of 2 runs ({', '.join(f'{w:.2f}' for w in wall[path])})"}
+           for path in ("classic", "fast")]
+    out.append({"group": group, "name": "speed-up of the fast path", "unit": "x",
+                "value": statistics.mean(wall["classic"]) / statistics.mean(wall["fast"]),
+                "note": f"goal: 2 (0.9 s per notebook); scores {'identical' if same else 'DIFFER'} on both paths"})
+    out.append({"group": group, "name": "machine load during the runs", "value": "; ".join(loads)[:200], "unit": ""})
+    breakdown = f"grading: where a notebook's time goes (mean seconds per notebook, one job's own time; two run at once)"
+    names = list(dict.fromkeys(list(phases["classic"]) + list(phases["fast"])))
+    for name in names:
+        c, f = phases["classic"].get(name, [0.0]), phases["fast"].get(name, [0.0])
+        out.append({"group": breakdown, "name": name, "value": statistics.mean(f), "unit": "s",
+                    "note": f"fast path; classic {statistics.mean(c):.2f} s"})
+    out.append({"group": breakdown, "name": "a job in all (its row's seconds)", "value": statistics.mean(seconds["fast"]),
+                "unit": "s", "note": f"fast path; classic {statistics.mean(seconds['classic']):.2f} s"})
+    for name, value in micro.items():
+        out.append({"group": breakdown, "name": name, "value": value, "unit": "s",
+                    "note": "median of 3, wall time, on its own (what the kernel start and the setup cell hold)"})
+    return out
+
+
+# -- make grade, per lesson ---------------------------------------------------------------------------
+def lessons_self(quick=False):
+    import subprocess
+    from nbtools import course_copy, lessons
+    chosen = lessons()[:2] if quick else lessons()
+    out = []
+    group = "make grade LESSON=NN (python -m autograder self), seconds, sandbox auto, GRADE_PATH=fast"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = course_copy(Path(tmp) / "course")
+        for lesson in chosen:
+            times = []
+            for _ in range(2):
+                before = load()
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "autograder", "self", "--lesson", lesson[:2],
+                                "--out", str(Path(tmp) / "self")], cwd=root, capture_output=True, text=True,
+                               env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
+                times.append(time.perf_counter() - start)
+            out.append({"group": group, "name": lesson, "value": times[1], "unit": "s",
+                        "note": f"first run {times[0]:.1f} s (it makes the lesson's template); goal: 5 s on a quiet "
+                                f"machine; {before}"})
+    return out
+
+
+# -- a class on Dask workers --------------------------------------------------------------------------
+def dask_workers(quick=False, counts=(1, 2, 4)):
+    import signal
+    import socket
+    import subprocess
+    from nbtools import autograde, course_copy, lessons
+    chosen = lessons()[:2] if quick else lessons()
+    n_students = 2 if quick else 3
+    bin_dir = Path(sys.executable).parent
+    per_notebook, loads = {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        submitted = _small_class(tmp, n_students, chosen)
+        root = course_copy(tmp / "course")
+        n = n_students * len(chosen)
+        env = {**os.environ, "PYTHONPATH": str(root), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+        for count in counts:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            procs = [subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                       "--no-dashboard"], cwd=root, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True)]
+            time.sleep(3)
+            for w in range(count):
+                folder = tmp / f"w{count}-{w}"
+                folder.mkdir()
+                procs.append(subprocess.Popen([str(bin_dir / "dask"), "worker", f"tcp://127.0.0.1:{port}", "--nthreads",
+                                               "1", "--no-dashboard"], cwd=root, env={**env, "AUTOGRADER_WORKER_DIR": str(folder)},
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+            try:
+                time.sleep(5)
+                address = f"tcp://127.0.0.1:{port}"
+                autograde(submitted, tmp / f"warm-{count}", extra=["--dask", address], root=root, timeout=6 * 3600)
+                loads[count] = load()
+                start = time.perf_counter()
+                code, rows, output = autograde(submitted, tmp / f"out-{count}", extra=["--dask", address], root=root,
+                                               timeout=6 * 3600)
+                per_notebook[count] = (time.perf_counter() - start) / n
+                if len(rows) != n:
+                    raise RuntimeError(f"{count} workers: {len(rows)} rows of {n}\n{output[-2000:]}")
+            finally:
+                for proc in procs:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    proc.wait()
+    cores = os.cpu_count()
+    group = (f"grading on Dask: {n_students} students x {len(chosen)} lessons, `dask worker --nthreads 1` on this "
+             f"machine ({cores} cores), after a run that warms the workers")
+    out = []
+    for count, secs in per_notebook.items():
+        note = f"{secs:.2f} s per notebook; {loads[count]}"
+        if count > cores:
+            note += f"; {count} workers on {cores} cores: oversubscribed"
+        out.append({"group": group, "name": f"seconds per 1,000 notebooks, {count} worker(s)", "value": 1000 * secs,
+                    "unit": "s", "note": note})
+    one = per_notebook[counts[0]]
+    out.append({"group": group, "name": "model: seconds per 1,000 notebooks on N workers, one core each",
+                "value": f"1000 x {one:.2f} / N", "unit": "",
+                "note": "while the instructor's process keeps up (it records every row: see docs/large-classes.md)"})
     return out
