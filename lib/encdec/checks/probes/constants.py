@@ -20,7 +20,8 @@ from .base import Knobs, Variant, _arrays
 
 # Numbers a formula's constants are often mistaken for, with how they are written.
 KNOWN = [("√(2/π)", math.sqrt(2 / math.pi)), ("√(2π)", math.sqrt(2 * math.pi)), ("1/√(2π)", 1 / math.sqrt(2 * math.pi)),
-         ("2/π", 2 / math.pi), ("π/2", math.pi / 2), ("π", math.pi), ("√π", math.sqrt(math.pi)), ("e", math.e),
+         ("2/π", 2 / math.pi), ("π/2", math.pi / 2), ("√(π/2)", math.sqrt(math.pi / 2)), ("π", math.pi),
+         ("√π", math.sqrt(math.pi)), ("1/π", 1 / math.pi), ("√(1/π)", math.sqrt(1 / math.pi)), ("e", math.e),
          ("√2", math.sqrt(2)), ("1/√2", 1 / math.sqrt(2)), ("1/2", 0.5), ("2", 2.0), ("1", 1.0), ("-1", -1.0),
          ("0", 0.0), ("-1/2", -0.5), ("-3/2", -1.5), ("3/2", 1.5), ("-1/4", -0.25), ("1/4", 0.25), ("3", 3.0),
          ("1/3", 1 / 3), ("0.044715", 0.044715), ("0.0447", 0.0447), ("10000", 10000.0), ("1000", 1000.0),
