@@ -610,7 +610,8 @@ forward_order = [5, 3, 7, 1, 4, 6, 2]
 # ## 6.10 What is a token? Characters, words, subwords
 #
 # Everything above is built around one number, the vocabulary size $V$ [CONFIG]: $E$ has $V$ rows, and
-# the tied head scores $V$ tokens at every position. The toy task's $V = 13$ is easy: one id per letter.
+# the tied head scores $V$ tokens at every position. The toy task's $V = 13$ is easy: one id per letter,
+# and one per special token.
 # Real text needs a choice of what a token *is*. Take the translation task of Lesson 10, English number
 # words to German ones: "four hundred and thirty two" → "vierhundertzweiunddreißig".
 #
@@ -659,9 +660,9 @@ for k, (pair, cut) in enumerate(subwords.merge_trace(words, 8, show=["dreiundzwa
 # <details><summary>Answer</summary>
 #
 # Six: `▁sieben` `hundert` `sieben` `und` `sieb` `zig`. The three are three different tokens: the first
-# carries the word-start mark "▁", the second does not, and in "siebzig" German drops the "en", so the
-# vocabulary has learned "sieb" before "zig". A token is a piece of text in a position, not a
-# word's meaning; the embedding has to learn that `▁sieben` and `sieben` mean the same.
+# carries the word-start mark "▁", the second does not, and "siebzig" drops the "en" of "sieben", so it
+# is cut `sieb` + `zig`. A token is a piece of text in a position, not a word's meaning: the embedding
+# has to learn that `▁sieben` and `sieben` mean the same.
 #
 # </details>
 
