@@ -30,9 +30,8 @@ def course_hash(course):
     and nbgrader's version, which makes the release and grades. Two copies of the course with the
     same hash grade alike; a Dask worker whose copy has another refuses the run's jobs."""
     import hashlib
-
-    import nbgrader
-    digest = hashlib.sha256(f"nbgrader {nbgrader.__version__}\n".encode())
+    from importlib.metadata import version
+    digest = hashlib.sha256(f"nbgrader {version('nbgrader')}\n".encode())
     course = Path(course)
     for path in sorted(p for p in course.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(f"{path.relative_to(course).as_posix()}\n{path.stat().st_size}\n".encode())

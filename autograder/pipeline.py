@@ -210,14 +210,15 @@ def prepare(out, sandbox_mode="on", lessons=None, warm=None):
     graded = every if lessons is None else [lesson for lesson in every if lesson in set(lessons)]
     os.environ["AUTOGRADER_WARM"] = os.pathsep.join(str(course / "solutions" / x / f"{x}.ipynb") for x in warm or ())
     timed_process.start_server(WARM + ["autograder.warm"])
-    with ThreadPoolExecutor(max_workers=1) as side:
+    with ThreadPoolExecutor(max_workers=1) as side:  # the probe waits on bubblewrap while this thread works
         probed = side.submit(start_sandbox, sandbox_mode, course)
         template = nbgrader_glue.prepare_template(out.work, course, digest, graded)
+        facts = {lesson: source_facts(lesson) for lesson in every}
+        maxima = {lesson: points(lesson, course / "solutions") for lesson in every}
         jail, contained = probed.result()
     shm = Path("/dev/shm")
     scratch = Path(tempfile.mkdtemp(prefix="ag-scratch-", dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) else None
-    return Setup(course, template, {lesson: source_facts(lesson) for lesson in every}, out, jail, digest, contained,
-                 {lesson: points(lesson, course / "solutions") for lesson in every}, fast=True, scratch=scratch)
+    return Setup(course, template, facts, out, jail, digest, contained, maxima, fast=True, scratch=scratch)
 
 
 def lessons_of(jobs):
