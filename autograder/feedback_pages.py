@@ -8,7 +8,6 @@
 Plain, self-contained HTML: no script, nothing loaded from the internet, and text that wraps.
 """
 
-import re
 from html import escape
 from pathlib import Path
 
@@ -83,7 +82,10 @@ def audit_message(findings):
 
 def _with_code(text):
     """Escaped text whose `backticked` parts are shown as code."""
-    return re.sub(r"`([^`]+)`", lambda m: f"<code>{m.group(1)}</code>", escape(text))
+    parts = escape(text).split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick stays as it is
+        parts[-2:] = ["`".join(parts[-2:])]
+    return "".join((f"<code>{p}</code>" if p else "``") if i % 2 else p for i, p in enumerate(parts))
 
 
 def advice(status):

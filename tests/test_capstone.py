@@ -187,6 +187,23 @@ def test_shipped_checkpoint_is_trained_and_numpy_agrees_with_it(one_thread):
     assert result["passed"] and result["greedy_identical"]
 
 
+def test_the_shipped_200_step_state_is_the_lessons_run_after_200_steps(one_thread, tmp_path):
+    """Lesson 10, §10.7, on a CPU: 10 steps trained live, then this file. Its losses at steps 1 and 10
+    are those of the same call trained here (tools/capstone_200.py makes the file, --check retrains
+    all 200), and its model is half-trained: better than untrained, short of the complete run."""
+    path = capstone.PRETRAINED.parent / "capstone_dates_200.npz"
+    half, meta = capstone.load_weights(path)
+    shipped = dict(zip(meta["summary"]["history"]["step"], meta["summary"]["history"]["loss"]))
+    assert meta["summary"]["steps"] == 200 and max(shipped) == 200 and path.stat().st_size < 3_000_000
+    config = dataclasses.replace(capstone.DEFAULT, eval_every=0)
+    _, state = capstone.train(config, tmp_path, "cpu", stop_at=10, progress=False)
+    here = dict(zip(state["history"]["step"], state["history"]["loss"]))
+    assert here[1] == pytest.approx(shipped[1], rel=1e-5) and here[10] == pytest.approx(shipped[10], rel=1e-5)
+    assert shipped[200] < shipped[10] / 5
+    accuracy, _, _ = capstone.exact_match(half, dates.examples("test", n=100))
+    assert 0.0 < accuracy < 0.99
+
+
 # -- the package -----------------------------------------------------------------------------------------
 def test_parity_module_imports_without_the_training_loop():
     """Lesson 10 and `make bench` use the parity report on trained weights: it must not need the loop."""

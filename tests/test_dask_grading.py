@@ -3,7 +3,7 @@ dask_worker.py), with a real `dask scheduler` and two `dask worker` processes on
 loopback, each grading in its own sandbox from its own copy of the course.
 
 A small class (three students, two lessons) is graded once on this machine (the reference), then
-on the cluster while one worker is killed as soon as it has begun a job: the rows equal the
+on the cluster while one worker is killed as soon as it has begun a job (its kernel's sandbox is running): the rows equal the
 reference exactly, and each is recorded once. Then the scheduler is killed mid-run: the run stops
 with a clear message and a non-zero exit, and the same command, against a new cluster, grades only
 the rows that were missing, to the same final rows. A worker whose course differs refuses to grade.
@@ -91,11 +91,26 @@ class Cluster:
             pass
         proc.wait(30)
 
-    def busy(self, name):
-        """Whether the worker has begun grading a job (its scratch course directory exists)."""
-        work = self.folders[name]
-        return any(p.is_dir() and "-" in p.name and p.name.split("-")[0] in STUDENTS
-                   for p in work.glob("autograder-worker-*/.work/*"))
+    def busy(self):
+        """The name of a worker that is grading a job (a kernel's sandbox runs among the processes it
+        started), or None."""
+        parents = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                text = stat.read_text()
+                cmdline = (stat.parent / "cmdline").read_bytes()
+            except OSError:
+                continue
+            parents[int(stat.parent.name)] = (int(text.rsplit(")", 1)[1].split()[1]), b"bwrap" in cmdline)
+        for name, proc in self.procs.items():
+            if name.startswith("w"):
+                for pid, (_, sandbox) in parents.items():
+                    ancestor = pid
+                    while sandbox and ancestor in parents and ancestor != proc.pid:
+                        ancestor = parents[ancestor][0]
+                    if sandbox and ancestor == proc.pid:
+                        return name
+        return None
 
     def close(self):
         for name in list(self.procs):
@@ -150,10 +165,10 @@ def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(small_class, 
         cluster.wait_for_workers(2)
         run = start_run(root, submitted, tmp_path / "out", cluster.address)
         deadline = time.monotonic() + 300
-        while not cluster.busy("w0") and run.poll() is None and time.monotonic() < deadline:
+        while (busy := cluster.busy()) is None and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert run.poll() is None, "the run ended before the worker began a job"
-        cluster.kill("w0")  # in the middle of its first job
+        assert busy and run.poll() is None, "the run ended before a worker began a job"
+        cluster.kill(busy)  # in the middle of its first job
         output, _ = run.communicate(timeout=600)
     finally:
         cluster.close()
