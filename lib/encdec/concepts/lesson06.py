@@ -5,6 +5,7 @@ from dataclasses import fields
 import numpy as np
 
 from .. import model
+from ..subwords import bpe_merge_step
 from .items import Concept, choice, number
 
 BOS, EOS = 1, 2
@@ -19,6 +20,11 @@ def _where(name):
     if any(name in key for key in m.parameters()):
         return "parameters"
     return "neither"
+
+
+def _first_merge(words):
+    """The pair a BPE merge joins first on {word: count}, each word split into its letters."""
+    return bpe_merge_step({tuple(w): n for w, n in words.items()})[0]
 
 
 def _embedding_matrices(V=20, d=8):
@@ -154,5 +160,30 @@ CONCEPTS = [
             mistakes=["parameter_count/no_norm_gains"],
             compute=lambda: _where("norm1_gamma"),
             values=["config", "parameters", "state", "neither"]),
+    ),
+    Concept(
+        "bpe-counts-occurrences",
+        pre=choice(
+            "A BPE tokenizer is trained on a corpus of five words, each split into letters: `pun` 12 times, "
+            "`bun` 4 times, and `hug`, `pug` and `mug` once each. Which pair does its first merge join?",
+            ["`u g`", "`u n`", "`p u`", "`b u`"],
+            answer="b",
+            explanation="BPE counts a pair once for every time a word occurs: u n occurs 12 + 4 = 16 times, p u "
+                        "13, u g only 3. That u g sits in the most different words does not count; how often "
+                        "the text uses them does.",
+            mistakes=["bpe_merge_step/counts_per_word_type"],
+            compute=lambda: _first_merge({"pun": 12, "bun": 4, "hug": 1, "pug": 1, "mug": 1}),
+            values=[("u", "g"), ("u", "n"), ("p", "u"), ("b", "u")]),
+        post=choice(
+            "A BPE tokenizer is trained on `den` 9 times, `ten` 3 times, and `hat`, `cat`, `mat` and `rat` once "
+            "each, every word split into letters. Which pair does its first merge join?",
+            ["`a t`", "`d e`", "`e n`", "`t e`"],
+            answer="c",
+            explanation="e n occurs 9 + 3 = 12 times, d e 9, a t only 4, though a t is in four different words: "
+                        "the merge joins the pair that occurs most often in the text, each word counted as often "
+                        "as it occurs.",
+            mistakes=["bpe_merge_step/counts_per_word_type"],
+            compute=lambda: _first_merge({"den": 9, "ten": 3, "hat": 1, "cat": 1, "mat": 1, "rat": 1}),
+            values=[("a", "t"), ("d", "e"), ("e", "n"), ("t", "e")]),
     ),
 ]
