@@ -10,10 +10,13 @@ A batch is a folder bench/blind/<date>-<name>/ with batch.json, a list of answer
 and, once graded and judged, judged.json: {id: "named" | "located" | "unnamed" | "misleading"} for each
 wrong answer (named: the feedback says what the slip is; located: it points at the right place or kind
 without saying what is wrong; unnamed: only that values differ; misleading: it names another cause), said
-by a reader who compares the slip's words with the feedback, with the date it was measured. Each answer is
+by a reader who compares the slip's words with the feedback, with the date it was measured; a
+rejudged_*.json beside it holds answers judged again where the judges' copy of the feedback lacked
+something the student saw (its verdicts replace the first ones, and the row says how many). Each answer is
 pasted into its lesson's solution notebook (every other answer right) and graded as one student.
 
     python bench/bench_blind.py bench/blind/2026-12-06-lessons08-10   # grade: graded.json and feedback.md
+    python bench/bench_blind.py --feedback-only bench/blind/…         # feedback.md again, from graded.json
     make bench BENCH=blind                                            # the rows of every judged batch
 
 A batch is graded once, reported, and only then joins the bench: the rows below read judged.json, which
@@ -95,6 +98,12 @@ def grade(folder, jobs=2):
                     found["message"] = record.message
             results[answer["id"]] = found
     (folder / "graded.json").write_text(json.dumps(results, indent=1))
+    write_feedback(folder, batch, results)
+    return results, code, output
+
+
+def write_feedback(folder, batch, results):
+    """feedback.md: beside each slip, everything its feedback said (failed parts, causes named, notes)."""
     lines = [f"# {folder.name}: what the feedback said\n"]
     for answer in batch:
         r = results[answer["id"]]
@@ -107,9 +116,10 @@ def grade(folder, jobs=2):
             lines += [f"- failed: {f}"]
         for m in r["misconceptions"]:
             lines += [f"- named ({m['key']}): {m['diagnosis']}"]
+        for note in r.get("notes", []):
+            lines += [f"- note: {note}"]
         lines.append("")
     (folder / "feedback.md").write_text("\n".join(lines))
-    return results, code, output
 
 
 def summarise(folder):
@@ -119,13 +129,17 @@ def summarise(folder):
     graded = json.loads((folder / "graded.json").read_text())
     judged = json.loads((folder / "judged.json").read_text())
     when = judged.get("_measured", "")
+    again = {}
+    for path in sorted(folder.glob("rejudged_*.json")):  # answers judged again on feedback a first copy lacked
+        again.update({k: v for k, v in json.loads(path.read_text()).items() if k != "_measured"})
+    judged = {**judged, **again}
     correct = [a for a in batch if a["kind"] == "correct"]
     wrong = [a for a in batch if a["kind"] == "wrong"]
     full = sum(graded[a["id"]]["score"] == graded[a["id"]]["points"] for a in correct)
     lost = sum((graded[a["id"]]["score"] or 0.0) < graded[a["id"]]["points"] for a in wrong)
     verdicts = [judged.get(a["id"]) for a in wrong]
     count = {v: verdicts.count(v) for v in ("named", "located", "unnamed", "misleading")}
-    note = f"{folder.name}, measured {when}"
+    note = f"{folder.name}, measured {when}" + (f"; {len(again)} judged again with the checkers' notes" if again else "")
     rows = [{"group": GROUP, "name": f"{folder.name}: correct answers with full marks", "value": full,
              "unit": f"of {len(correct)}", "note": note},
             {"group": GROUP, "name": f"{folder.name}: wrong answers that lose points", "value": lost,
@@ -142,6 +156,11 @@ def run(quick=False):
 
 
 if __name__ == "__main__":
+    if "--feedback-only" in sys.argv:  # feedback.md again from graded.json, without grading again
+        where = Path(next(a for a in sys.argv[1:] if not a.startswith("--")))
+        write_feedback(where, json.loads((where / "batch.json").read_text()),
+                       json.loads((where / "graded.json").read_text()))
+        sys.exit(0)
     results, code, output = grade(sys.argv[1])
     print(output[-3000:])
     print(f"graded {len(results)} answers; feedback in {Path(sys.argv[1]) / 'feedback.md'}")
