@@ -237,7 +237,7 @@ def beam_search(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):  # 
 def _step(model, tokens, cache, *, extend=True, offset=True, count=True, cross_mask=True, norm_first=True):
     x = model.embed(np.asarray(tokens)[..., None], offset=cache.length if offset else 0)
     for i, block in enumerate(model.decoder):
-        h = rms_norm(x, block.norm1_gamma)
+        h = rms_norm(x, block.norm1_gamma, block.eps)
         K_new, V_new = block.self_attn.project_kv(h if norm_first else x)
         if extend:
             K, V = cache.append(i, K_new, V_new)
@@ -245,10 +245,10 @@ def _step(model, tokens, cache, *, extend=True, offset=True, count=True, cross_m
             K, V = K_new, V_new
             cache.self_k[i], cache.self_v[i] = K, V
         x = x + block.self_attn.attend(h, K, V)[0]
-        h = rms_norm(x, block.norm2_gamma)
+        h = rms_norm(x, block.norm2_gamma, block.eps)
         x = x + block.cross_attn.attend(h, cache.cross_k[i], cache.cross_v[i],
                                         cache.src_mask if cross_mask else None)[0]
-        x = x + block.ffn(rms_norm(x, block.norm3_gamma))
+        x = x + block.ffn(rms_norm(x, block.norm3_gamma, block.eps))
     if count:
         cache.length += 1
     h = rms_norm(x, model.decoder_norm_gamma, model.config.eps)

@@ -58,7 +58,7 @@ from .constants import Constant, Fitted, name_number
 from .judging import find_slip
 from .properties import AdditiveMask, Causal, HeadsCompared, MaskedKeysZero, NotFinite, RowsSumToOne
 from .shapes import ERROR_PROBES, FailedProduct, ShapeError, TorchShapeError, explain_shape
-from .tracer import locate
+from .divergence import locate
 from .variants import ACTIVATIONS, Activation, Axis, Missing, Scale, Swapped, Transposed, Variants
 
 __all__ = ["ACTIVATIONS", "ERROR_PROBES", "NO_PROBES", "Activation", "AdditiveMask", "Axis", "Calls", "Causal",

@@ -5,7 +5,7 @@ order. The first that names one wins; none of them changes the score.
    (core.diagnose and core.diagnose_error, run by the checker before anything here);
 2. the exercise's own probes, in the order it declares them (exact variants first, properties last);
 3. the error probes (shapes.ERROR_PROBES), always on: a failed operation's arrays and step;
-4. the tracer (tracer.locate, called by the checker last): the first line of the answer whose value
+4. the tracer (divergence.locate, called by the checker last): the first line of the answer whose value
    leaves the right computation, when the answer returned a wrong value and nothing above named why.
 """
 

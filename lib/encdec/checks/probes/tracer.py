@@ -1,20 +1,15 @@
-"""The first line where an answer leaves the right computation: when a case fails and neither the
-catalog nor a probe names the cause, the answer and the reference are run again on the case under a
-tracer (sys.settrace) that records every array a line of theirs assigns, and the answer's values are
-matched, in the order its lines made them, against the reference's. The first value that matches none
-is where the answer went wrong: its line is quoted, its variable named, the nearest right value given
-with how the two differ, and the values before it that were still right are listed.
+"""The answer's and the reference's values, line by line: run again on a failing case under a tracer
+(sys.settrace), a function records every array a line of theirs assigns (and, for the reference, every
+sub-expression of its lines), with the line, its text and its pass through a loop. divergence.py matches
+the two and words where the answer leaves the right computation.
 
-A value matches a reference value when it holds the same numbers: equal, transposed (any order of the
-axes), reshaped (the same numbers in the same order) or broadcast. Arrays and torch tensors alike; in a
-loop, the first pass that goes wrong. The tracer runs within a time and a memory budget, never raises
-or prints, and never changes a score: it only words the likely cause.
+Arrays and torch tensors alike. The tracer runs within a time and a memory budget, never raises or
+prints, and never changes a score.
 """
 
 import ast
 import contextlib
 import io
-import itertools
 import linecache
 import os
 import sys
@@ -23,7 +18,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .base import Finding, quiet
 
 BUDGET_SECONDS = 1.5  # for the two traced runs together
 BUDGET_NUMBERS = 4_000_000  # numbers kept, answer and reference together
@@ -51,6 +45,7 @@ class Trace:
     deadline: float = 0.0
     stopped: bool = False
     passes: dict = field(default_factory=dict)  # (function, line) -> times it ran
+    numbers_set: list = field(default_factory=list)  # (len(values) then, name, line, value): plain numbers assigned
 
 
 def _as_array(x):
@@ -66,13 +61,13 @@ def _as_array(x):
     return None
 
 
-def _student_code(filename):
+def student_code(filename):
     """True for code the student wrote: not the library, not NumPy, torch or Python itself."""
     return not (filename.startswith(_LIBRARY) or "site-packages" in filename or "/lib/python" in filename
                 or filename.startswith("<frozen"))
 
 
-def _reference_code(filename):
+def reference_code(filename):
     """Every frame of the reference's run but NumPy's, torch's and Python's own."""
     return not ("site-packages" in filename or "/lib/python" in filename or filename.startswith("<frozen"))
 
@@ -107,6 +102,8 @@ def _parts(trace, frame, lineno):
     for node in ast.walk(value):
         if not isinstance(node, _PARTS) or (isinstance(node, ast.Call) and not node.args):
             continue
+        if not _without_side_effects(node, frame):
+            continue
         try:
             result = eval(compile(ast.Expression(node), "<part>", "eval"), frame.f_globals, dict(frame.f_locals))
         except Exception:
@@ -115,6 +112,35 @@ def _parts(trace, frame, lineno):
         if array is not None and array.size >= SMALL and trace.numbers + array.size <= BUDGET_NUMBERS:
             trace.numbers += array.size
             trace.values.append(Value("", lineno, "(part of a line)", array, 1, frame.f_code.co_name))
+
+
+_CHANGES_IN_PLACE = {"fill", "sort", "resize", "put", "itemset", "setfield", "partition", "setflags", "append",
+                     "extend", "update", "pop", "clear", "add", "insert", "remove"}
+
+
+def _without_side_effects(node, frame):
+    """Whether evaluating `node` a second time leaves the run as it was: every call in it is NumPy's (a
+    ufunc or a function of numpy), an array's or tensor's method that makes a new one, or a builtin. A call
+    to anything else (a random generator's draw, a cache's append, a model's sublayer) may change state,
+    and the reference's run must stay the run it would have been."""
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        try:
+            fn = eval(compile(ast.Expression(call.func), "<callee>", "eval"), frame.f_globals, dict(frame.f_locals))
+        except Exception:
+            return False
+        owner = getattr(fn, "__self__", None)
+        name = getattr(fn, "__name__", "")
+        if isinstance(fn, np.ufunc):
+            continue
+        if owner is None or isinstance(owner, type(np)):
+            module = getattr(fn, "__module__", None) or ""
+            if module.startswith("numpy") or module == "builtins":
+                continue
+            return False
+        arrays = isinstance(owner, np.ndarray) or type(owner).__module__.startswith("torch")
+        if not arrays or name in _CHANGES_IN_PLACE or name.endswith("_"):
+            return False
+    return True
 
 
 def _tracer(trace, wanted, parts=False):
@@ -128,6 +154,11 @@ def _tracer(trace, wanted, parts=False):
         now = {}
         for name, value in frame.f_locals.items():
             if name.startswith("__"):
+                continue
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if before.get(name) != ("number", value) and lineno is not None:
+                    trace.numbers_set.append((len(trace.values), name, lineno, value))
+                now[name] = ("number", value)
                 continue
             array = _as_array(value)
             if array is None or array.size < SMALL:
@@ -208,158 +239,3 @@ def traced(fn, args, kwargs, wanted, seconds, parts=False):
     except BaseException:  # noqa: BLE001
         sys.settrace(previous)
     return trace
-
-
-# -- matching ----------------------------------------------------------------------------------------------
-def _close(a, b):
-    return a.shape == b.shape and np.allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True)
-
-
-def relation(mine, right):
-    """How `mine` holds the same numbers as `right`: "equal", "transposed", "reshaped", "broadcast", or None."""
-    if _close(mine, right):
-        return "equal"
-    if mine.size == right.size:
-        if mine.ndim == right.ndim and mine.ndim <= 5 and sorted(mine.shape) == sorted(right.shape):
-            for axes in itertools.permutations(range(mine.ndim)):
-                if axes != tuple(range(mine.ndim)) and _close(np.transpose(right, axes), mine):
-                    return "transposed"
-        if _close(mine.reshape(-1), right.reshape(-1)):
-            return "reshaped"
-    for small, big in ((right, mine), (mine, right)):
-        try:
-            if small.size < big.size and _close(np.broadcast_to(small, big.shape), big):
-                return "broadcast"
-        except ValueError:
-            pass
-    return None
-
-
-def _matches(value, pool):
-    """[(index in pool, relation)] of every reference value `value` holds the same numbers as."""
-    found = []
-    for i, right in enumerate(pool):
-        how = relation(value.array, right.array)
-        if how:
-            found.append((i, how))
-    return found
-
-
-_NAMED_FACTORS = [(-1.0, "-1 (a sign)"), (2.0, "2"), (0.5, "1/2")]
-
-
-def difference(mine, right, pool):
-    """In words, how `mine` differs from `right` (same shape): a constant factor, a sign, a missing term
-    (another reference value), another axis's reduction, or the entries that differ."""
-    a, b = mine.reshape(-1), right.reshape(-1)
-    if np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.dot(b, b) > 0:
-        c = float(np.dot(a, b) / np.dot(b, b))
-        if np.allclose(a, c * b, rtol=1e-5, atol=1e-8) and not np.isclose(c, 1.0):
-            named = next((text for value, text in _NAMED_FACTORS if np.isclose(c, value)), None)
-            return f"it is the right value times a constant factor, {c:.5g}" + (f" = {named}" if named else "")
-        for term in pool:
-            t = term.array
-            if t.shape == right.shape and t is not right and _close(mine + t, right) and term.name.isidentifier():
-                return f"it lacks a term: adding `{term.name}` would give the right value"
-            if t.shape == right.shape and t is not right and _close(mine - t, right) and term.name.isidentifier():
-                return f"it has a term too many: it is the right value plus `{term.name}`"
-    bad = ~np.isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True)
-    if bad.any():
-        idx = np.unravel_index(int(np.argmax(bad)), mine.shape)
-        return (f"{int(bad.sum())} of {bad.size} entries differ, the first at index {tuple(int(i) for i in idx)}: "
-                f"{mine[idx]:.6g} where the right value has {right[idx]:.6g}")
-    return "its values differ"
-
-
-def nearest(value, pool):
-    """The reference value of the same shape closest to `value`: one it is proportional to first (a factor
-    is the likeliest slip), else the one with the smallest largest difference; None when no shape fits."""
-    same = [right for right in pool if right.array.shape == value.array.shape]
-    for right in same:
-        a, b = value.array.reshape(-1), right.array.reshape(-1)
-        if np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.dot(b, b) > 0:
-            c = float(np.dot(a, b) / np.dot(b, b))
-            if not np.isclose(c, 1.0) and np.allclose(a, c * b, rtol=1e-5, atol=1e-8):
-                return right
-    best, score = None, None
-    for right in same:  # the most entries equal first, then the smallest largest difference
-        equal = int(np.sum(np.isclose(value.array, right.array, rtol=1e-5, atol=1e-8, equal_nan=True)))
-        with np.errstate(all="ignore"):
-            gap = float(np.nanmax(np.abs(value.array - right.array))) if value.array.size else np.inf
-        key = (-equal, gap if np.isfinite(gap) else np.inf)
-        if score is None or key < score:
-            best, score = right, key
-    return best
-
-
-def _where(value, passes=None):
-    """'line 6' or, for a line that ran more than once (in a loop), 'line 6, pass 2 of the loop'."""
-    runs = (passes or {}).get((getattr(value, "code", None), value.lineno), 1)
-    loop = f", pass {value.passes} of the loop" if runs > 1 or value.passes > 1 else ""
-    return f"line {value.lineno}{loop}"
-
-
-def locate(attempt, reference, seconds=BUDGET_SECONDS):
-    """A Finding naming the first line of the answer whose value matches no value of the reference on this
-    case, or None (nothing traced, every value found, the budget spent). Never raises."""
-    try:
-        with quiet():
-            return _locate(attempt, reference, seconds)
-    except Exception:  # the tracer is an extra: the check stands without it
-        return None
-
-
-def _locate(attempt, reference, seconds):
-    if attempt.student is None or reference is None:
-        return None
-    mine = traced(attempt.student, attempt.args(), attempt.kwargs(), _student_code, seconds / 2)
-    right = traced(reference, attempt.args(), attempt.kwargs(), _reference_code, seconds / 2, parts=True)
-    assigned = [v for v in mine.values if v.line != "(an argument)"]
-    if not assigned or not right.values:
-        return None
-    pool = right.values
-    # Walk the answer's values in order. A value is right when it matches a value the reference makes at or
-    # after the last one matched (progress), neutral when it only matches an earlier one (an input, a mask
-    # made again), and wrong when it matches none. A wrong value is forgiven when a later right value is
-    # computed from it (a reciprocal where the reference divides, then used right): it was another right
-    # way. The slip is the first wrong value nothing right was computed from.
-    position, matched, pending = -1, [], []
-    for k, value in enumerate(assigned):
-        found = _matches(value, pool)
-        ahead = [(i, how) for i, how in found if i >= position]
-        if ahead:
-            position = ahead[0][0]
-            matched.append((k, value, ahead[0][1]))
-            used = _names(value.line)
-            pending = [(j, w) for j, w in pending if w.name not in used]
-        elif not found:
-            pending.append((k, value))
-    if not pending:
-        return None
-    first, value = pending[0]
-    near = nearest(value, pool)
-    said = f"`{value.line}` ({_where(value, mine.passes)}) gives {_called(value)} the shape {value.array.shape}, "
-    if near is not None:
-        said += f"and no right value along the way holds its numbers: {difference(value.array, near.array, pool)}."
-    else:
-        said += "which no value of the right computation has."
-    right_so_far = [f"{_called(v)} on {_where(v, mine.passes)}" + (f" (as the right value {how})" if how != "equal" else "")
-                    for k, v, how in matched if k < first][-3:]
-    if right_so_far:
-        said += " Up to there your values are right: " + ", ".join(right_so_far) + "."
-    said += " Check that line against the formula."
-    return Finding(attempt.exercise, "trace:line", said, f"The first value that goes wrong is {_called(value)}.")
-
-
-def _names(line):
-    """The names a line of code reads (its identifiers), for telling which values a value was made from."""
-    try:
-        tree = ast.parse(line.strip().rstrip(":").removeprefix("return "), mode="exec")
-    except SyntaxError:
-        import re
-        return set(re.findall(r"[A-Za-z_]\w*", line))
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-
-
-def _called(value):
-    return value.name if value.name.startswith("the value returned") else f"`{value.name}`"

@@ -1,0 +1,235 @@
+"""The first line where an answer leaves the right computation: when a case fails and neither the
+catalog nor a probe names the cause, the answer and the reference are run again on the case under the
+tracer (tracer.py), and the answer's values are matched, in the order its lines made them, against the
+reference's. The first value that matches none is where the answer went wrong: its line is quoted, its
+variable named, the nearest right value given with how the two differ, and the values before it that
+were still right are listed. Where that line may be right in another form (its difference has no
+simple shape and later wrong values are made from it), the message says so and names the next line;
+where it reads values that matched only in another arrangement, it names them.
+
+A value matches a reference value when it holds the same numbers: equal, transposed (any order of the
+axes), reshaped (the same numbers in the same order), broadcast, or their reciprocals. In a loop, the
+first pass that goes wrong. Never raises, and never changes a score: it only words the likely cause.
+"""
+
+import ast
+import itertools
+
+import numpy as np
+
+from .base import Finding, quiet
+from .tracer import BUDGET_SECONDS, reference_code, student_code, traced
+
+
+# -- matching ----------------------------------------------------------------------------------------------
+def _close(a, b):
+    return a.shape == b.shape and np.allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True)
+
+
+def relation(mine, right):
+    """How `mine` holds the same numbers as `right`: "equal", "transposed", "reshaped", "broadcast",
+    "reciprocal" (1 / the right value: a product where the formula divides), or None."""
+    if _close(mine, right):
+        return "equal"
+    if mine.shape == right.shape and np.all(np.isfinite(mine)) and np.all(mine != 0) and np.all(np.isfinite(right)):
+        with np.errstate(all="ignore"):
+            if _close(1.0 / mine, right):
+                return "reciprocal"
+    if mine.size == right.size:
+        if mine.ndim == right.ndim and mine.ndim <= 5 and sorted(mine.shape) == sorted(right.shape):
+            for axes in itertools.permutations(range(mine.ndim)):
+                if axes != tuple(range(mine.ndim)) and _close(np.transpose(right, axes), mine):
+                    return "transposed"
+        if _close(mine.reshape(-1), right.reshape(-1)):
+            return "reshaped"
+    for small, big in ((right, mine), (mine, right)):
+        try:
+            if small.size < big.size and _close(np.broadcast_to(small, big.shape), big):
+                return "broadcast"
+        except ValueError:
+            pass
+    return None
+
+
+def _matches(value, pool):
+    """[(index in pool, relation)] of every reference value `value` holds the same numbers as."""
+    found = []
+    for i, right in enumerate(pool):
+        how = relation(value.array, right.array)
+        if how:
+            found.append((i, how))
+    return found
+
+
+_NAMED_FACTORS = [(-1.0, "-1 (a sign)"), (2.0, "2"), (0.5, "1/2")]
+
+
+def difference(mine, right, pool):
+    """In words, how `mine` differs from `right` (same shape): a constant factor, a sign, a missing term
+    (another reference value), another axis's reduction, or the entries that differ."""
+    a, b = mine.reshape(-1), right.reshape(-1)
+    if np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.dot(b, b) > 0:
+        c = float(np.dot(a, b) / np.dot(b, b))
+        if np.allclose(a, c * b, rtol=1e-5, atol=1e-8) and not np.isclose(c, 1.0):
+            named = next((text for value, text in _NAMED_FACTORS if np.isclose(c, value)), None)
+            return f"it is the right value times a constant factor, {c:.5g}" + (f" = {named}" if named else "")
+        for term in pool:
+            t = term.array
+            if t is right or not term.name.isidentifier() or t.size > right.size:
+                continue
+            try:
+                t = np.broadcast_to(t, right.shape)
+            except ValueError:
+                continue
+            if _close(mine + t, right):
+                return f"it lacks a term: adding `{term.name}` would give the right value"
+            if _close(mine - t, right):
+                return f"it has a term too many: it is the right value plus `{term.name}`"
+    bad = ~np.isclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True)
+    if bad.any():
+        idx = np.unravel_index(int(np.argmax(bad)), mine.shape)
+        return (f"{int(bad.sum())} of {bad.size} entries differ, the first at index {tuple(int(i) for i in idx)}: "
+                f"{mine[idx]:.6g} where the right value has {right[idx]:.6g}")
+    return "its values differ"
+
+
+def nearest(value, pool):
+    """The reference value of the same shape closest to `value`: one it is proportional to first (a factor
+    is the likeliest slip), else the one with the smallest largest difference; None when no shape fits."""
+    same = [right for right in pool if right.array.shape == value.array.shape]
+    for right in same:
+        a, b = value.array.reshape(-1), right.array.reshape(-1)
+        if np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.dot(b, b) > 0:
+            c = float(np.dot(a, b) / np.dot(b, b))
+            if not np.isclose(c, 1.0) and np.allclose(a, c * b, rtol=1e-5, atol=1e-8):
+                return right
+    best, score = None, None
+    for right in same:  # the most entries equal first, then the smallest largest difference
+        equal = int(np.sum(np.isclose(value.array, right.array, rtol=1e-5, atol=1e-8, equal_nan=True)))
+        with np.errstate(all="ignore"):
+            gap = float(np.nanmax(np.abs(value.array - right.array))) if value.array.size else np.inf
+        key = (-equal, gap if np.isfinite(gap) else np.inf)
+        if score is None or key < score:
+            best, score = right, key
+    return best
+
+
+def _where(value, passes=None):
+    """'line 6' or, for a line that ran more than once (in a loop), 'line 6, pass 2 of the loop'."""
+    runs = (passes or {}).get((getattr(value, "code", None), value.lineno), 1)
+    loop = f", pass {value.passes} of the loop" if runs > 1 or value.passes > 1 else ""
+    return f"line {value.lineno}{loop}"
+
+
+def locate(attempt, reference, seconds=BUDGET_SECONDS):
+    """A Finding naming the first line of the answer whose value matches no value of the reference on this
+    case, or None (nothing traced, every value found, the budget spent). Never raises."""
+    try:
+        with quiet():
+            return _locate(attempt, reference, seconds)
+    except Exception:  # the tracer is an extra: the check stands without it
+        return None
+
+
+def _locate(attempt, reference, seconds):
+    if attempt.student is None or reference is None:
+        return None
+    mine = traced(attempt.student, attempt.args(), attempt.kwargs(), student_code, seconds / 2)
+    right = traced(reference, attempt.args(), attempt.kwargs(), reference_code, seconds / 2, parts=True)
+    assigned = [v for v in mine.values if v.line != "(an argument)"]
+    if not assigned or not right.values:
+        return None
+    pool = right.values
+    # Walk the answer's values in order. A value is right when it matches a value the reference makes at or
+    # after the last one matched (progress), neutral when it only matches an earlier one (an input, a mask
+    # made again), and wrong when it matches none. A wrong value is forgiven when a later right value is
+    # computed from it (a reciprocal where the reference divides, then used right): it was another right
+    # way. The slip is the first wrong value nothing right was computed from.
+    position, matched, pending = -1, [], []
+    for k, value in enumerate(assigned):
+        found = _matches(value, pool)
+        ahead = [(i, how) for i, how in found if i >= position]
+        if ahead:
+            position = ahead[0][0]
+            matched.append((k, value, ahead[0][1]))
+            used = _names(value.line)
+            pending = [(j, w) for j, w in pending if w.name not in used]
+        elif not found:
+            pending.append((k, value))
+    if not pending:
+        return None
+    first, value = pending[0]
+    near = nearest(value, pool)
+    said = f"`{value.line}` ({_where(value, mine.passes)}) gives {_called(value)} the shape {value.array.shape}, "
+    explained = False
+    if near is not None:
+        how = difference(value.array, near.array, pool)
+        explained = how.startswith(EXPLAINED)
+        said += f"and no right value along the way holds its numbers: {how}."
+    else:
+        said += "which no value of the right computation has."
+    right_so_far = [f"{_called(v)} on {_where(v, mine.passes)}" + (f" (as the right value {how})" if how != "equal" else "")
+                    for k, v, how in matched if k < first][-3:]
+    if right_so_far:
+        said += " Up to there your values are right: " + ", ".join(right_so_far) + "."
+    reads = _what_it_reads(value, matched, first, mine.passes) + _numbers_it_reads(value, mine)
+    said += reads
+    later = [w for _, w in pending[1:] if value.name and value.name in _names(w.line) and w.lineno != value.lineno]
+    if not explained and not reads and later:
+        w = later[0]
+        said += (f" That line may also be right in another form than the formula's (a step the right computation "
+                 f"does not take): then the slip is after it, where {_called(w)} ({_where(w, mine.passes)}) is "
+                 "made from it. Check both lines against the formula.")
+    else:
+        said += " Check that line against the formula."
+    return Finding(attempt.exercise, "trace:line", said, f"The first value that goes wrong is {_called(value)}.")
+
+
+EXPLAINED = ("it is the right value times", "it lacks a term", "it has a term too many")
+
+
+def _what_it_reads(value, matched, first, passes):
+    """A sentence on the values the line reads that held the right numbers only in another arrangement
+    (reshaped, transposed, broadcast): the slip may be that arrangement, made on an earlier line."""
+    reads = _names(value.line)
+    last = {}
+    for k, v, how in matched:
+        if k < first and v.name in reads:
+            last[v.name] = (v, how)
+    loose = [(v, how) for v, how in last.values() if how in ("reshaped", "transposed", "broadcast")]
+    if not loose:
+        return ""
+    names = ", ".join(f"{_called(v)} ({_where(v, passes)}, {how})" for v, how in loose)
+    return (f" It is made from {names}: the right numbers, in another arrangement than the right value's; "
+            "if their axes are not the formula's, the slip is on that earlier line.")
+
+
+def _numbers_it_reads(value, trace):
+    """A sentence giving the plain numbers the line reads (a size, an eps, a count): the tracer compares
+    arrays only, so a wrong number shows first in the array made from it."""
+    reads = _names(value.line)
+    index = next((i for i, v in enumerate(trace.values) if v is value), len(trace.values))
+    last = {}
+    for made, name, lineno, number in trace.numbers_set:
+        if made <= index and name in reads:
+            last[name] = (lineno, number)
+    if not last:
+        return ""
+    shown = ", ".join(f"`{name}` = {number:.6g} (line {lineno})" for name, (lineno, number) in list(last.items())[:3])
+    return (f" The line also reads {shown}: " + ("a number" if len(last) == 1 else "numbers")
+            + " the tracer does not compare with the right computation's; check " + ("it" if len(last) == 1 else "them")
+            + " too.")
+
+
+def _names(line):
+    """The names a line of code reads (its identifiers), for telling which values a value was made from."""
+    try:
+        tree = ast.parse(line.strip().rstrip(":").removeprefix("return "), mode="exec")
+    except SyntaxError:
+        import re
+        return set(re.findall(r"[A-Za-z_]\w*", line))
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
+
+def _called(value):
+    return value.name if value.name.startswith("the value returned") else f"`{value.name}`"
