@@ -105,11 +105,12 @@ def test_an_honest_report_of_a_saved_checkpoint_passes(tmp_path):
 
 
 def test_the_check_takes_under_two_seconds_on_the_example():
+    """The lesson's "under 2 s on a CPU", in this process's CPU time (a busy machine slows the wall clock)."""
     report = L.example_report()
     L.review_project(report)  # the first call imports what the check needs
-    start = time.perf_counter()
+    start = time.process_time()
     L.review_project(report)
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
 
 
 # -- inconsistent reports ---------------------------------------------------------------------------------------

@@ -96,7 +96,7 @@ def test_the_tracer_locates_the_first_bad_pass_of_a_loop_and_stays_quiet():
     start = time.perf_counter()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         finding = P.locate(attempt, reference)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 2.5  # its budget, 1.5 s, and a margin for a busy machine
     assert out.getvalue() == err.getvalue() == ""
     assert finding is not None and finding.key == "trace:line"
     assert "K[..., : t + 2, :]" in finding.diagnosis and "pass 1 of the loop" in finding.diagnosis, finding.diagnosis
