@@ -151,7 +151,8 @@ def _locate(attempt, reference, seconds):
         ahead = [(i, how) for i, how in found if i >= position]
         if ahead:
             position = ahead[0][0]
-            matched.append((k, value, ahead[0][1]))
+            whole = any(pool[i].line != PART for i, _ in ahead)  # not only a step inside a line of the reference
+            matched.append((k, value, ahead[0][1] if whole else PART))
             used = _names(value.line)
             pending = [(j, w) for j, w in pending if w.name not in used]
         elif not found:
@@ -168,11 +169,11 @@ def _locate(attempt, reference, seconds):
         said += f"and no right value along the way holds its numbers: {how}."
     else:
         said += "which no value of the right computation has."
-    right_so_far = [f"{_called(v)} on {_where(v, mine.passes)}" + (f" (as the right value {how})" if how != "equal" else "")
+    right_so_far = [f"{_called(v)} on {_where(v, mine.passes)}" + (f" (as the right value {how})" if how not in ("equal", PART) else "")
                     for k, v, how in matched if k < first][-3:]
     if right_so_far:
         said += " Up to there your values are right: " + ", ".join(right_so_far) + "."
-    reads = _what_it_reads(value, matched, first, mine.passes) + _numbers_it_reads(value, mine)
+    reads = _what_it_reads(value, matched, first, mine.passes, explained) + _numbers_it_reads(value, mine)
     said += reads
     later = [w for _, w in pending[1:] if value.name and value.name in _names(w.line) and w.lineno != value.lineno]
     if not explained and not reads and later:
@@ -186,9 +187,10 @@ def _locate(attempt, reference, seconds):
 
 
 EXPLAINED = ("it is the right value times", "it lacks a term", "it has a term too many")
+PART = "(part of a line)"  # tracer.py's line for a sub-expression's value
 
 
-def _what_it_reads(value, matched, first, passes):
+def _what_it_reads(value, matched, first, passes, explained=False):
     """A sentence on the values the line reads that held the right numbers only in another arrangement
     (reshaped, transposed, broadcast): the slip may be that arrangement, made on an earlier line."""
     reads = _names(value.line)
@@ -197,11 +199,18 @@ def _what_it_reads(value, matched, first, passes):
         if k < first and v.name in reads:
             last[v.name] = (v, how)
     loose = [(v, how) for v, how in last.values() if how in ("reshaped", "transposed", "broadcast")]
-    if not loose:
-        return ""
-    names = ", ".join(f"{_called(v)} ({_where(v, passes)}, {how})" for v, how in loose)
-    return (f" It is made from {names}: the right numbers, in another arrangement than the right value's; "
-            "if their axes are not the formula's, the slip is on that earlier line.")
+    steps = [] if explained else [v for v, how in last.values() if how == PART]
+    said = ""
+    if loose:
+        names = ", ".join(f"{_called(v)} ({_where(v, passes)}, {how})" for v, how in loose)
+        said += (f" It is made from {names}: the right numbers, in another arrangement than the right value's; "
+                 "if their axes are not the formula's, the slip is on that earlier line.")
+    if steps:
+        names = ", ".join(f"{_called(v)} ({_where(v, passes)})" for v in steps)
+        said += (f" It is made from {names}, right as far as it goes: a step the right computation takes in the "
+                 "middle of one of its lines, not that line's result. What the formula does next to it (a scale, a "
+                 "mask, a norm, a sum) may be missing there.")
+    return said
 
 
 def _numbers_it_reads(value, trace):
