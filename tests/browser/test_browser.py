@@ -47,6 +47,18 @@ def run_all(page):
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
 
 
+def answer_the_check_before_the_lesson(page):
+    """A lesson opens with its concept check (Exercise N.0, 0 points). Its released cell raises until it
+    holds answers, as every answer given as data does, so Run All stops there: a student answers it
+    first. Here every question is answered "a"."""
+    cell = page.locator(".jp-CodeCell", has_text="concepts_before = {1: ...").first
+    cell.scroll_into_view_if_needed()
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text("concepts_before = {" + ", ".join(f'{n}: "a"' for n in range(1, 7)) + "}")
+    page.keyboard.press("Escape")
+
+
 def wait_until(page, condition, timeout=30):
     """Poll a condition on the page (widgets re-render their elements, so handles go stale)."""
     deadline = time.time() + timeout
@@ -178,6 +190,7 @@ WRONG_SOFTMAX = """def softmax(x, axis=-1):
 def test_a_wrong_answer_shows_the_misconception(page, lab):
     lesson = LESSONS[0]
     open_notebook(page, lab, f"student/{lesson}/{lesson}.ipynb")
+    answer_the_check_before_the_lesson(page)
     answer = page.locator(".jp-CodeCell", has_text="def softmax(x, axis=-1):").first
     answer.scroll_into_view_if_needed()
     editor = answer.locator(".cm-content")
@@ -191,7 +204,7 @@ def test_a_wrong_answer_shows_the_misconception(page, lab):
     path = shot(page, "wrong-answer-diagnosis")
     output = test_cell.locator(".jp-OutputArea").inner_text()
     assert "Likely cause: exp(x) overflows for large logits" in output, f"no diagnosis in {output[:500]!r} (see {path})"
-    assert "2.25 / 3 points" in output
+    assert "1.5 / 3 points" in output
 
 
 def test_nbgrader_validate_button_validates_the_open_notebook(page, lab):

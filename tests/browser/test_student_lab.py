@@ -1,6 +1,6 @@
 """`make lab` is a student's JupyterLab: nbgrader's instructor tools are gone, the student's stay,
 Jupyter does not ask about its news, nbgrader does not warn about a missing configuration, and a
-test cell's score reads "2.25 / 3 points".
+test cell's score reads "1.5 / 3 points".
 
 Screenshots in screenshots/ (git-ignored); a failure message names the file.
 """
@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 
 from labsession import TOKEN
-from test_browser import LESSONS, open_notebook, run_all, shot, wait_until
+from test_browser import LESSONS, answer_the_check_before_the_lesson, open_notebook, run_all, shot, wait_until
 
 pytestmark = pytest.mark.browser
 INSTRUCTOR_TOOLS = ("Formgrader", "Course List", "Create Assignment", "Create assignment")
@@ -119,10 +119,11 @@ WRONG_SOFTMAX = """def softmax(x, axis=-1):
 
 
 def test_a_test_cells_score_reads_as_points(page, lab):
-    """Under the test cell, the result shows '2.25 / 3 points', not a bare 2.25 (the plain number
+    """Under the test cell, the result shows '1.5 / 3 points', not a bare 1.5 (the plain number
     stays in the notebook for nbgrader)."""
     lesson = LESSONS[0]
     open_notebook(page, lab, f"student/{lesson}/{lesson}.ipynb")
+    answer_the_check_before_the_lesson(page)
     answer = page.locator(".jp-CodeCell", has_text="def softmax(x, axis=-1):").first
     answer.scroll_into_view_if_needed()
     answer.locator(".cm-content").click()
@@ -136,5 +137,5 @@ def test_a_test_cells_score_reads_as_points(page, lab):
     wait_until(page, lambda: result.count() == 1)
     path = shot(page, "score-as-points")
     shown = result.inner_text().strip()
-    assert shown == "2.25 / 3 points", f"the result shows {shown!r} (see {path})"
+    assert shown == "1.5 / 3 points", f"the result shows {shown!r} (see {path})"
     assert result.get_attribute("data-mime-type") == "text/html", f"not the HTML form (see {path})"
