@@ -27,6 +27,17 @@ WHOLE_COURSE = {"test_grading_e2e", "test_mutation", "test_adversarial", "test_g
 LESSON_IN_ID = re.compile(r"(?:^|[\[\-_])(\d\d)_[a-z]|lesson(\d\d)|course_map_(\d\d)")
 
 
+@pytest.fixture
+def one_thread():
+    """torch on one thread for the test (small matrices: one thread is as fast, and stays fast when the
+    test workers share the cores); the number before is put back after it."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def pytest_configure(config):
     """`-m lesson05` (or `-m "lesson05 or lesson06"`) grades only those lessons in the grading tests."""
     expression = config.option.markexpr or ""

@@ -23,15 +23,6 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.i
                                                                   reason="no CUDA GPU on this machine"))]
 
 
-@pytest.fixture
-def one_thread():
-    """Small matrices: one thread is as fast, and stays fast when the test workers share the cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # -- the dates task ------------------------------------------------------------------------------------
 HAND_WRITTEN = [  # (text as a person writes it, the ISO date it means)
     ("2 Dec 2026", "2026-12-02"),

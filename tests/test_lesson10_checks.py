@@ -15,15 +15,7 @@ from encdec.checks import lesson10 as L
 from encdec.checks.fixtures import source_batch
 from variants.lesson10 import ALTERNATIVES
 
-pytestmark = pytest.mark.lesson10
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = [pytest.mark.lesson10, pytest.mark.usefixtures("one_thread")]
 
 
 def _all_decode_cases():

@@ -21,16 +21,8 @@ from encdec import capstone
 from encdec.checks import lesson10 as L
 from encdec.checks.record import collected
 
-pytestmark = pytest.mark.lesson10
+pytestmark = [pytest.mark.lesson10, pytest.mark.usefixtures("one_thread")]
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def items(report):

@@ -15,14 +15,6 @@ from encdec.capstone import metrics, translation
 pytestmark = pytest.mark.lesson10
 
 
-@pytest.fixture
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # -- the words -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("n,en,de", [
     (0, "zero", "null"),
