@@ -20,7 +20,7 @@ from itertools import count
 from pathlib import Path
 
 from . import cgroups
-from .sandbox_start import short_tmp
+from .sandbox_start import short_tmp, zygote_ready
 from .settings import size_text
 
 SANDBOX_ENV = "AUTOGRADER_SANDBOX"  # in the grading child: the job's sandbox folder
@@ -34,7 +34,9 @@ class Cell:
 
     def __init__(self, jail, library):
         self.jail = jail
-        self.folder = Path(tempfile.mkdtemp(prefix="ag-", dir=short_tmp()))
+        self.forked = zygote_ready(jail)  # the kernel forked by the run's zygote, or a bubblewrap of its own
+        parent = os.path.dirname(jail.zygote) if self.forked else short_tmp()
+        self.folder = Path(tempfile.mkdtemp(prefix="ag-", dir=parent))
         self.groups = []
         try:
             self._make(library)
@@ -51,9 +53,14 @@ class Cell:
         (self.folder / "spec.json").write_text(json.dumps(spec))
         kernel = self.folder / "kernels" / KERNEL_NAME
         kernel.mkdir(parents=True)
+        if self.forked:
+            client = os.path.join(os.path.dirname(self.jail.launcher), "zygote_client.py")
+            argv = [sys.executable, client, str(self.folder / "spec.json"), "-f", "{connection_file}"]
+        else:
+            argv = [sys.executable, self.jail.launcher, str(self.folder / "spec.json"),
+                    sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         (kernel / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, self.jail.launcher, str(self.folder / "spec.json"),
-                     sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "argv": argv,
             "display_name": "Python 3 (grading sandbox)", "language": "python",
             "interrupt_mode": "message"}))
 

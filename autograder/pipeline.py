@@ -216,9 +216,23 @@ def prepare(out, sandbox_mode="on", lessons=None, warm=None):
         facts = {lesson: source_facts(lesson) for lesson in every}
         maxima = {lesson: points(lesson, course / "solutions") for lesson in every}
         jail, contained = probed.result()
+    if jail is not None:  # each kernel forked from a zygote that has its imports done
+        jail = sandbox.start_zygote(jail, course / "lib", kernel_modules(graded or every))
+        contained = jail.description
     shm = Path("/dev/shm")
     scratch = Path(tempfile.mkdtemp(prefix="ag-scratch-", dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) else None
     return Setup(course, template, facts, out, jail, digest, contained, maxima, fast=True, scratch=scratch)
+
+
+def kernel_modules(lessons):
+    """What a graded kernel of these lessons imports (the setup cells, the checkers) and ipykernel:
+    the zygote imports them once per run."""
+    modules = ["ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "numpy", "matplotlib.pyplot",
+               "encdec", "encdec.env", "encdec.plotting", "encdec.checks.guard", "encdec.checks.mode"]
+    modules += [f"encdec.checks.lesson{lesson[:2]}" for lesson in lessons]
+    if any(lesson.startswith("10") for lesson in lessons):
+        modules += ["torch", "encdec.torch_model", "encdec.capstone", "encdec.dates"]
+    return modules
 
 
 def lessons_of(jobs):

@@ -11,12 +11,15 @@ settings.Limits, enforced by cgroups where this machine lets the grader create t
 processes; cgroups.py) and by rlimits (open files, file size, CPU time).
 """
 
+import atexit
 import compileall
+import dataclasses
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,13 +42,15 @@ class Jail:
     limits: Limits
     cgroups: str  # "v1", "v2" or "" (then rlimits stand in for memory and processes)
     description: str = ""
+    zygote: str = ""  # the run's kernel zygote's socket (zygote.py), or "" for a bubblewrap per kernel
 
     def spec(self, folder, library):
         return {"bwrap": self.bwrap, "readonly": list(self.readonly) + [str(library)],
                 "sockets": str(folder / "sockets"), "status": str(folder / "status.json"),
                 "pythonpath": str(library), "path": os.pathsep.join([str(Path(sys.executable).parent),
                                                                       "/usr/local/bin", "/usr/bin", "/bin"]),
-                "tmpfs_size": self.limits.memory, "rlimits": _rlimits(self.limits, self.cgroups), "cgroups": []}
+                "tmpfs_size": self.limits.memory, "rlimits": _rlimits(self.limits, self.cgroups), "cgroups": [],
+                "zygote": self.zygote}
 
 
 def _python_paths():
@@ -143,3 +148,66 @@ def _probe(jail, library):
 def short_tmp():
     # unix socket paths hold at most 107 bytes: keep the job folder short
     return "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()
+
+
+# -- the kernel zygote (zygote.py): one sandboxed Python per run that forks each job's kernel ---------
+_ZYGOTES = {}  # its socket -> _Zygote, in the process that started it
+
+
+class _Zygote:
+    """The zygote's bubblewrap, started and waited for by a thread of its own that lives as long as it
+    does (bubblewrap dies with the thread that started it)."""
+
+    def __init__(self, argv, root):
+        self.root, self.proc, self.ok = root, None, False
+        self._ready = threading.Event()
+        threading.Thread(target=self._keep, args=(argv,), daemon=True, name="kernel zygote").start()
+
+    def _keep(self, argv):
+        try:
+            with open(self.root / "zygote.log", "ab") as log:
+                self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log)
+        except OSError:
+            self._ready.set()
+            return
+        self.ok = self.proc.stdout.readline().strip() == b"ready"
+        self._ready.set()
+        self.proc.wait()
+        self.ok = False
+
+    def ready(self, timeout=120):
+        self._ready.wait(timeout)
+        return self.ok and self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_zygote(jail, library, modules):
+    """The jail with a kernel zygote that imported `modules` (it starts now; zygote_ready() waits)."""
+    from . import zygote
+    root = Path(tempfile.mkdtemp(prefix="ag-z-", dir=short_tmp()))
+    shutil.copy(zygote.__file__, root / "zygote.py")  # the kernels' own /tmp hides this folder from them
+    spec = jail.spec(root, library)
+    spec["sockets"] = str(root)  # the job folders go in it, each kernel sees only its own
+    argv = launcher.bwrap_argv(spec, "/tmp/.zygote", [sys.executable, str(root / "zygote.py"), str(root), *modules])
+    path = str(root / zygote.SOCKET)
+    _ZYGOTES[path] = _Zygote(argv, root)
+    return dataclasses.replace(jail, zygote=path, description=jail.description + (
+        "; each kernel forked from the run's sandboxed zygote into namespaces of its own"))
+
+
+def zygote_ready(jail):
+    """True when the jail's zygote is there to fork kernels (it waits for its start)."""
+    z = _ZYGOTES.get(jail.zygote) if jail and jail.zygote else None
+    return bool(z and z.ready())
+
+
+@atexit.register
+def _stop_zygotes():
+    for z in _ZYGOTES.values():
+        z.stop()
+    _ZYGOTES.clear()

@@ -1,8 +1,9 @@
 """Students share nothing: each notebook gets a fresh interpreter, a fresh scratch folder and its own
-sandbox, even when the grader's process server is warmed (GRADE_PATH=fast, autograder/warm.py) and
-one run grades everyone. A student who changes numpy, encdec, builtins and sys.modules (by names
-worked out at run time, which the static audit cannot follow) is graded just before another by the
-same grading process; the second sees none of it and keeps full marks."""
+sandbox, even when the grader's process server is warmed (GRADE_PATH=fast, autograder/warm.py), one
+run grades everyone, and each kernel is forked from the run's zygote (autograder/zygote.py), which
+has NumPy, encdec and the checkers imported already. A student who changes numpy, encdec, builtins
+and sys.modules (by names worked out at run time, which the static audit cannot follow) is graded
+just before another by the same grading process; the second sees none of it and keeps full marks."""
 
 import json
 import uuid
@@ -32,6 +33,7 @@ import numpy, encdec
 print("SEEN " + json.dumps([hasattr(numpy, "{TOKEN}"), hasattr(encdec, "{TOKEN}"), hasattr(builtins, "{TOKEN}"),
                             "{TOKEN}" in sys.modules, os.path.exists("{TOKEN}.txt"),
                             any("{TOKEN}" in name for name in os.listdir("/tmp"))]))
+print("PROC " + json.dumps(sorted(os.listdir("/proc"))))
 """
 
 
@@ -49,6 +51,11 @@ def test_a_module_level_change_is_invisible_to_the_next_student(tmp_path):
     seen = [line for c in graded.cells if c.cell_type == "code" for o in c.get("outputs", [])
             for line in o.get("text", "").splitlines() if line.startswith("SEEN ")]
     assert seen == ["SEEN " + json.dumps([False] * 6)], seen
+    # the kernel was forked by the run's zygote (autograder/zygote.py), whose kernels' /proc holds no
+    # process at all, not a bubblewrap of its own (whose /proc holds its namespace's processes)
+    proc = [json.loads(line[5:]) for c in graded.cells if c.cell_type == "code" for o in c.get("outputs", [])
+            for line in o.get("text", "").splitlines() if line.startswith("PROC ")]
+    assert proc and "cpuinfo" in proc[0] and not any(name.isdigit() for name in proc[0]), proc
     row = rows[("b-observer", FIRST)]
     assert row["status"] == "graded"
     for grade_id, points in full_marks(solution(FIRST)).items():

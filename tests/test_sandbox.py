@@ -29,38 +29,55 @@ ATTACKERS = ["survivor", "reader", "writer", "network", "fork-bomb", "memory-bom
 LIBRARY = ROOT / "lib"
 
 
-_STARTED = []
+_STARTED = {}
 
 
-def _jail(**limits):
+@pytest.fixture(params=["bubblewrap", "zygote"])
+def launch(request):
+    """How the kernel starts: a bubblewrap of its own (jail.py), or forked by the run's zygote
+    (zygote.py, through zygote_client.py), which makes a sandbox of its own inside the zygote's."""
+    return request.param
+
+
+def _jail(launch, **limits):
     """The sandbox, started (and probed) once for these tests, with the limits asked for."""
-    if not _STARTED:
+    if "jail" not in _STARTED:
         try:
-            _STARTED.append(sandbox.start(LIBRARY))
+            _STARTED["jail"] = sandbox.start(LIBRARY)
         except sandbox.Unavailable as exc:
-            _STARTED.append(str(exc))
-    if isinstance(_STARTED[0], str):
-        pytest.skip(f"the sandbox cannot run here: {_STARTED[0]}")
-    return dataclasses.replace(_STARTED[0], limits=Limits(**limits))
+            _STARTED["jail"] = str(exc)
+    if isinstance(_STARTED["jail"], str):
+        pytest.skip(f"the sandbox cannot run here: {_STARTED['jail']}")
+    jail = _STARTED["jail"]
+    if launch == "zygote":
+        if "zygote" not in _STARTED:
+            _STARTED["zygote"] = sandbox.start_zygote(jail, LIBRARY, ["numpy", "encdec"])
+        jail = _STARTED["zygote"]
+    return dataclasses.replace(jail, limits=Limits(**limits))
 
 
-def jailed(code, tmp_path, **limits):
+def jailed(code, tmp_path, launch="bubblewrap", **limits):
     """(exit code, stdout, breach) of `python -c code` run as a graded kernel is: through the
-    launcher, in the job's sandbox, in a scratch folder at tmp_path/work. With SANDBOX=off, as
-    a kernel is run without the sandbox (which these tests must show failing)."""
+    launcher (or the zygote's client), in the job's sandbox, in a scratch folder at tmp_path/work.
+    With SANDBOX=off, as a kernel is run without the sandbox (which these tests must show failing)."""
     if os.environ.get("SANDBOX") == "off":
         work = tmp_path / "work"
         work.mkdir(exist_ok=True)
         env = {**os.environ, "PYTHONPATH": str(LIBRARY)}
         proc = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True, timeout=60, env=env)
         return proc.returncode, proc.stdout, None
-    jail = _jail(**limits)
+    jail = _jail(launch, **limits)
     cell = sandbox.Cell(jail, LIBRARY)
+    assert cell.forked == (launch == "zygote")
     try:
         work = tmp_path / "work"
         work.mkdir(exist_ok=True)
-        proc = subprocess.run([sys.executable, jail.launcher, str(cell.folder / "spec.json"),
-                               sys.executable, "-c", code], cwd=work, capture_output=True, text=True, timeout=120)
+        if cell.forked:
+            argv = [sys.executable, str(Path(jail.launcher).with_name("zygote_client.py")), str(cell.folder / "spec.json"),
+                    "-c", code]
+        else:
+            argv = [sys.executable, jail.launcher, str(cell.folder / "spec.json"), sys.executable, "-c", code]
+        proc = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=120)
         return proc.returncode, proc.stdout, cell.breach()
     finally:
         cell.close()
@@ -68,35 +85,37 @@ def jailed(code, tmp_path, **limits):
 
 
 # -- the jail on its own --------------------------------------------------------------------------------
-def test_the_kernel_sees_only_python_the_library_and_its_scratch(tmp_path):
+def test_the_kernel_sees_only_python_the_library_and_its_scratch(tmp_path, launch):
     (tmp_path / "beside-the-scratch.txt").write_text("private")
     code = ("import os, json, encdec\n"
             "print(json.dumps({'uid': os.getuid(), 'root': sorted(os.listdir('/')), 'cwd': os.listdir('.'),"
             "'parent': os.listdir('..'), 'encdec': encdec.__file__,"
             f"'repo': sorted(os.listdir({str(ROOT)!r})), 'home': os.path.exists('/home') and os.listdir('/home'),"
             "'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit())}))")
-    rc, out, _ = jailed(code, tmp_path)
+    rc, out, _ = jailed(code, tmp_path, launch)
     assert rc == 0, out
     seen = json.loads(out)
     assert seen["uid"] == 65534
-    assert seen["cwd"] == [] and seen["parent"] == ["work"]  # nothing beside the scratch folder
+    # nothing beside the scratch folder (a forked kernel's /tmp also holds the way to its socket folder)
+    beside = {"work"} if launch == "bubblewrap" else {"work", Path(_jail(launch).zygote).parent.name}
+    assert seen["cwd"] == [] and set(seen["parent"]) == beside
     assert seen["encdec"].startswith(str(LIBRARY))
     assert set(seen["repo"]) <= {".venv", "lib"}  # not solutions/, autograder/, course/ or .git
     assert not seen["home"]
     assert set(seen["root"]) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "proc", "root", "sbin", "tmp",
                                  "usr", "work", "opt", "home"} | {Path(str(ROOT)).parts[1]}
-    assert max(seen["pids"]) < 10  # its own PID namespace: no other process of the machine
+    assert max(seen["pids"], default=0) < 10  # its own PID namespace: no other process of the machine
 
 
-def test_the_python_environment_and_the_library_are_read_only(tmp_path):
+def test_the_python_environment_and_the_library_are_read_only(tmp_path, launch):
     code = ("import os, sys, encdec\nfor d in (os.path.dirname(encdec.__file__), sys.prefix):\n"
             "    try:\n        open(os.path.join(d, 'x'), 'w')\n        print('WROTE', d)\n"
             "    except OSError as e:\n        print('refused', e.errno)\n")
-    rc, out, _ = jailed(code, tmp_path)
+    rc, out, _ = jailed(code, tmp_path, launch)
     assert rc == 0 and "WROTE" not in out and out.count("refused") == 2, out
 
 
-def test_there_is_no_network(tmp_path):
+def test_there_is_no_network(tmp_path, launch):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)
@@ -104,39 +123,39 @@ def test_there_is_no_network(tmp_path):
     port = server.getsockname()[1]
     code = (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
             "    print('CONNECTED')\nexcept OSError as e:\n    print('refused', e)\n")
-    rc, out, _ = jailed(code, tmp_path)
+    rc, out, _ = jailed(code, tmp_path, launch)
     with pytest.raises(socket.timeout):
         server.accept()
     server.close()
     assert "CONNECTED" not in out and "refused" in out
 
 
-def test_a_process_left_running_dies_with_the_job(tmp_path):
+def test_a_process_left_running_dies_with_the_job(tmp_path, launch):
     marker = f"left-running-{os.getpid()}"
     code = ("import os, sys\nif os.fork() == 0:\n    os.setsid()\n"
             f"    os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(60)', {marker!r}])\n")
-    rc, _, _ = jailed(code, tmp_path)
+    rc, _, _ = jailed(code, tmp_path, launch)
     assert rc == 0
     assert not _processes_named(marker)
 
 
-def test_cpu_time_limit(tmp_path):
-    rc, _, breach = jailed("while True: pass", tmp_path, cpu_time=1)
+def test_cpu_time_limit(tmp_path, launch):
+    rc, _, breach = jailed("while True: pass", tmp_path, launch, cpu_time=1)
     assert rc == 128 + signal.SIGXCPU
     assert breach == "failed: CPU time limit of 1 s exceeded"
 
 
-def test_file_size_limit(tmp_path):
+def test_file_size_limit(tmp_path, launch):
     code = ("try:\n    open('big', 'wb').write(b'x' * (3 << 20))\n    print('WROTE')\n"
             "except OSError as e:\n    print('refused', e.strerror)\n")
-    rc, out, breach = jailed(code, tmp_path, file_size=2 << 20)
+    rc, out, breach = jailed(code, tmp_path, launch, file_size=2 << 20)
     assert "refused File too large" in out, out
 
 
-def test_open_files_limit(tmp_path):
+def test_open_files_limit(tmp_path, launch):
     code = ("files = []\ntry:\n    for i in range(100):\n        files.append(open('/dev/null'))\n"
             "except OSError as e:\n    print('refused', len(files), e.strerror)\n")
-    rc, out, _ = jailed(code, tmp_path, open_files=32)
+    rc, out, _ = jailed(code, tmp_path, launch, open_files=32)
     assert "refused" in out and "Too many open files" in out, out
 
 
@@ -145,24 +164,24 @@ def _needs_cgroups():
         pytest.skip("no cgroups for the grader on this machine: memory and processes are limited by rlimits")
 
 
-def test_memory_limit_counts_files_in_the_scratch_folder_too(tmp_path):
+def test_memory_limit_counts_files_in_the_scratch_folder_too(tmp_path, launch):
     _needs_cgroups()
     rc, _, breach = jailed("open('f', 'wb').write(b'x' * (400 << 20))", tmp_path, memory=256 << 20)
     assert rc != 0
     assert breach.startswith("failed: memory limit of 256 MiB exceeded")
 
 
-def test_memory_limit(tmp_path):
+def test_memory_limit(tmp_path, launch):
     _needs_cgroups()
     rc, _, breach = jailed("x = [b'x' * (32 << 20) for _ in range(16)]", tmp_path, memory=256 << 20)
     assert rc != 0 and breach.startswith("failed: memory limit of 256 MiB exceeded")
 
 
-def test_process_limit(tmp_path):
+def test_process_limit(tmp_path, launch):
     _needs_cgroups()
     code = ("import os, time\nn = 0\ntry:\n    for _ in range(100):\n        if os.fork() == 0:\n"
             "            time.sleep(5)\n            os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)\n")
-    rc, out, breach = jailed(code, tmp_path, processes=20)
+    rc, out, breach = jailed(code, tmp_path, launch, processes=20)
     assert int(out.split()[-1]) < 20
     assert breach == "failed: process limit of 20 exceeded (processes and threads at once)"
 
@@ -311,3 +330,82 @@ def test_nothing_of_the_sandboxes_is_left_behind(graded_class):
                 leftovers.append(group)
     assert not leftovers
     assert not list((graded_class["out"] / ".work").glob("*-01_attention-*"))
+
+
+# -- a kernel forked by the run's zygote (autograder/zygote.py) ---------------------------------------
+def _zygote_only(launch):
+    if launch != "zygote":
+        pytest.skip("about the zygote's kernels")
+
+
+def test_a_forked_kernel_cannot_undo_its_sandbox(tmp_path, launch):
+    """No capability is left, and a namespace of its own does not give back what was hidden: every
+    mount it inherited is locked."""
+    _zygote_only(launch)
+    code = ("import ctypes, os, json\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "class H(ctypes.Structure): _fields_ = [('v', ctypes.c_uint32), ('pid', ctypes.c_int)]\n"
+            "class D(ctypes.Structure): _fields_ = [('e', ctypes.c_uint32), ('p', ctypes.c_uint32), ('i', ctypes.c_uint32)]\n"
+            "d = (D * 2)()\nlibc.capget(ctypes.byref(H(0x20080522, 0)), d)\n"
+            "caps = [x.e | x.p | x.i for x in d]\n"
+            "pid = os.fork()\nif pid == 0:\n"
+            "    if libc.unshare(0x10000000 | 0x00020000) != 0:\n        os._exit(3)\n"
+            "    gone = [p for p in ('/tmp', '/proc', '/dev') if libc.umount2(p.encode(), 2) == 0]\n"
+            "    os._exit(4 if gone else 0)\n"
+            "print(json.dumps({'caps': caps, 'child': os.waitpid(pid, 0)[1] >> 8,"
+            " 'dev': sorted(os.listdir('/dev')), 'proc': sorted(os.listdir('/proc'))}))\n")
+    rc, out, _ = jailed(code, tmp_path, launch)
+    assert rc == 0, out
+    seen = json.loads(out)
+    assert seen["caps"] == [0, 0]
+    assert seen["child"] in (0, 3)  # either no new namespace at all, or nothing unmounted in it
+    assert "shm" in seen["dev"] and not any(name.isdigit() for name in seen["proc"])
+
+
+def test_kernels_forked_at_once_share_nothing(tmp_path, launch):
+    """Two kernels of the same zygote, running at the same time: what the first leaves in /dev/shm,
+    /tmp, its working folder and the abstract socket namespace, the second cannot see or reach."""
+    _zygote_only(launch)
+    first = ("import os, socket, time\nopen('/dev/shm/first', 'w').write('x')\nopen('/tmp/first', 'w').write('x')\n"
+             "open('first', 'w').write('x')\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0encdec-first')\n"
+             "s.listen(1)\nprint('ready', flush=True)\ntime.sleep(20)\n")
+    second = ("import os, socket, json\nseen = [os.path.exists(p) for p in ('/dev/shm/first', '/tmp/first', 'first')]\n"
+              "try:\n    socket.socket(socket.AF_UNIX).connect('\\0encdec-first')\n    seen.append(True)\n"
+              "except OSError:\n    seen.append(False)\nprint(json.dumps(seen))\n")
+    jail = _jail(launch)
+    cell = sandbox.Cell(jail, LIBRARY)
+    client = str(Path(jail.launcher).with_name("zygote_client.py"))
+    (tmp_path / "a").mkdir()
+    proc = subprocess.Popen([sys.executable, client, str(cell.folder / "spec.json"), "-c", first], cwd=tmp_path / "a",
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        rc, out, _ = jailed(second, tmp_path / "a", launch)
+        assert rc == 0 and json.loads(out) == [False] * 4, out
+    finally:
+        proc.kill()
+        proc.wait()
+        cell.close()
+
+
+def test_without_its_zygote_the_kernel_starts_in_a_bubblewrap_of_its_own(tmp_path, launch):
+    """The zygote gone after the job's kernelspec was written: zygote_client.py starts the kernel as
+    jail.py does, and the job is graded all the same."""
+    _zygote_only(launch)
+    root = Path(_jail(launch).zygote).parent
+    stopped = dataclasses.replace(_jail(launch), zygote=str(tmp_path / "no-zygote.sock"))
+    from autograder import sandbox_start
+    sandbox_start._ZYGOTES[stopped.zygote] = sandbox_start._ZYGOTES[str(root / "zygote.sock")]
+    try:
+        cell = sandbox.Cell(stopped, LIBRARY)
+    finally:
+        del sandbox_start._ZYGOTES[stopped.zygote]
+    try:
+        assert cell.forked
+        (tmp_path / "work").mkdir()
+        proc = subprocess.run([sys.executable, str(Path(stopped.launcher).with_name("zygote_client.py")),
+                               str(cell.folder / "spec.json"), "-c", "import os; print(sorted(os.listdir('/proc'))[:1])"],
+                              cwd=tmp_path / "work", capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "['1']"  # bubblewrap's own /proc: its PID namespace's first process
+    finally:
+        cell.close()
