@@ -10,8 +10,11 @@ nbgrader's work after the cells (the scores into the job's gradebook) and the fe
 """
 
 import time
+from queue import Empty
 
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
+from traitlets import DottedObjectName, Type
 
 _MARKS = {}
 _CELLS = {}
@@ -57,12 +60,56 @@ def _on_notebook_start(**_):
     mark("kernel ready")
 
 
+class PromptClient(AsyncKernelClient):
+    """jupyter_client's client, waiting for a new kernel as it does (a reply to kernel_info on the shell
+    channel, then a message on IOPub, which says that IOPub is connected, then IOPub drained), in
+    steps of 20 ms where it waits 200 ms: on a local kernel's sockets, replies come within
+    milliseconds, and each 200 ms step was time in which nothing ran."""
+
+    STEP = 0.02
+
+    async def wait_for_ready(self, timeout=None):
+        deadline = time.time() + (float("inf") if timeout is None else timeout)
+        while True:
+            self.kernel_info()
+            try:
+                msg = await self.shell_channel.get_msg(timeout=1)
+            except Empty:
+                msg = None
+            if msg is not None and msg["msg_type"] == "kernel_info_reply" and await self._iopub_connected():
+                self._handle_kernel_info_reply(msg)
+                break
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.time() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+        while await self._iopub_connected(steps=1):  # drain what the kernel_info requests left there
+            pass
+
+    async def _iopub_connected(self, steps=10):
+        for _ in range(steps):
+            try:
+                await self.iopub_channel.get_msg(timeout=self.STEP)
+                return True
+            except Empty:
+                continue
+        return False
+
+
 class TimedKernelManager(AsyncKernelManager):
-    """nbgrader's kernel manager, with the kernel's launch and shutdown marked."""
+    """nbgrader's kernel manager, with the kernel's launch and shutdown marked, its client prompt, and
+    the end of its process seen within 10 ms."""
+
+    client_class = DottedObjectName("autograder.phases.PromptClient")
+    client_factory = Type(default_value=PromptClient, klass=AsyncKernelClient)
 
     async def start_kernel(self, **kw):
         mark("kernel launch")
         return await super().start_kernel(**kw)
+
+    async def _async_wait(self, pollinterval=0.1):
+        """Whether the kernel's process has ended, asked every 10 ms rather than every 100."""
+        await super()._async_wait(pollinterval=min(pollinterval, 0.01))
 
     async def shutdown_kernel(self, now=False, restart=False):
         _close_cell()

@@ -189,6 +189,16 @@ def start_sandbox(mode, course):
     return jail, jail.description
 
 
+def start_forking_sandbox(mode, course, modules):
+    """start_sandbox, with the run's kernel zygote (zygote.py) starting at once: each kernel is forked
+    from it, its imports (`modules`) done."""
+    jail, contained = start_sandbox(mode, course)
+    if jail is None:
+        return jail, contained
+    jail = sandbox.start_zygote(jail, course / "lib", modules)
+    return jail, jail.description
+
+
 def prepare(out, sandbox_mode="on", lessons=None, warm=None):
     """What every job of a run shares: the course snapshot and its hash, the sandbox, the template of
     `lessons` (every lesson when None), what grading knows of each lesson. On the fast path (GRADE_PATH,
@@ -211,28 +221,14 @@ def prepare(out, sandbox_mode="on", lessons=None, warm=None):
     os.environ["AUTOGRADER_WARM"] = os.pathsep.join(str(course / "solutions" / x / f"{x}.ipynb") for x in warm or ())
     timed_process.start_server(WARM + ["autograder.warm"])
     with ThreadPoolExecutor(max_workers=1) as side:  # the probe waits on bubblewrap while this thread works
-        probed = side.submit(start_sandbox, sandbox_mode, course)
+        probed = side.submit(start_forking_sandbox, sandbox_mode, course, sandbox.kernel_modules(graded or every))
         template = nbgrader_glue.prepare_template(out.work, course, digest, graded)
         facts = {lesson: source_facts(lesson) for lesson in every}
         maxima = {lesson: points(lesson, course / "solutions") for lesson in every}
         jail, contained = probed.result()
-    if jail is not None:  # each kernel forked from a zygote that has its imports done
-        jail = sandbox.start_zygote(jail, course / "lib", kernel_modules(graded or every))
-        contained = jail.description
     shm = Path("/dev/shm")
     scratch = Path(tempfile.mkdtemp(prefix="ag-scratch-", dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) else None
     return Setup(course, template, facts, out, jail, digest, contained, maxima, fast=True, scratch=scratch)
-
-
-def kernel_modules(lessons):
-    """What a graded kernel of these lessons imports (the setup cells, the checkers) and ipykernel:
-    the zygote imports them once per run."""
-    modules = ["ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "numpy", "matplotlib.pyplot",
-               "encdec", "encdec.env", "encdec.plotting", "encdec.checks.guard", "encdec.checks.mode"]
-    modules += [f"encdec.checks.lesson{lesson[:2]}" for lesson in lessons]
-    if any(lesson.startswith("10") for lesson in lessons):
-        modules += ["torch", "encdec.torch_model", "encdec.capstone", "encdec.dates"]
-    return modules
 
 
 def lessons_of(jobs):

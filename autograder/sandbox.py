@@ -16,8 +16,8 @@ The interface is the whole contract: `start`, `run`, `Outcome`, `Unavailable` an
 
 from .cgroups import remove_stale as remove_stale_groups
 from .kernel_cell import KERNEL_NAME, SANDBOX_ENV, Cell, configure_kernel
-from .sandbox_start import Jail, Unavailable, describe, start, start_zygote
+from .sandbox_start import Jail, Unavailable, describe, kernel_modules, start, start_zygote
 from .timed_process import Outcome, run
 
 __all__ = ["Cell", "Jail", "KERNEL_NAME", "Outcome", "SANDBOX_ENV", "Unavailable", "configure_kernel", "describe",
-           "remove_stale_groups", "run", "start", "start_zygote"]
+           "kernel_modules", "remove_stale_groups", "run", "start", "start_zygote"]

@@ -151,6 +151,19 @@ def short_tmp():
 
 
 # -- the kernel zygote (zygote.py): one sandboxed Python per run that forks each job's kernel ---------
+def kernel_modules(lessons):
+    """What a graded kernel of these lessons imports (ipykernel, its debugger and the setup cells),
+    then the guard's record (encdec.checks.guard.take, which imports every checker): the zygote does
+    this once per run, and each kernel it forks starts with it done."""
+    modules = ["ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger",
+               "IPython.core.debugger", "IPython.core.completerlib", "IPython.extensions.storemagic", "sqlite3",
+               "tornado.platform.asyncio", "tornado.queues", "numpy", "numpy.random", "matplotlib.pyplot",
+               "encdec", "encdec.env", "encdec.plotting", "encdec.checks.mode"]
+    if any(lesson.startswith("10") for lesson in lessons):
+        modules += ["torch", "encdec.torch_model", "encdec.capstone", "encdec.dates"]
+    return modules + ["encdec.checks.guard:take"]
+
+
 _ZYGOTES = {}  # its socket -> _Zygote, in the process that started it
 
 

@@ -2,6 +2,7 @@
 forks a kernel for each graded notebook.
 
     bwrap … python zygote.py ROOT MODULE…      (sandbox_start.start_zygote starts it)
+    (a MODULE written "package.module:function" is imported, then the function called)
 
 It runs in bubblewrap like any graded kernel (jail.py), with the run's job folders (ROOT) as its only
 writable folder, imports the MODULEs (ipykernel, NumPy, Matplotlib, the course library, the lessons'
@@ -234,9 +235,12 @@ def _child(conn):
 
 def serve(root, modules):
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # as ipykernel sets it
-    for name in modules:
+    for name in modules:  # "package.module", or "package.module:function" to import and call
         try:
-            importlib.import_module(name)
+            module, _, call = name.partition(":")
+            loaded = importlib.import_module(module)
+            if call:
+                getattr(loaded, call)()
         except Exception as exc:  # a module that is missing costs its kernels the import, nothing else
             print(f"zygote: {name} not imported: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

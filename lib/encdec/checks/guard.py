@@ -1,7 +1,8 @@
 """What the checks rely on, snapshotted before any student code runs, and verified after.
 
 When grading, the kernel imports this module and calls `take()` at start-up, before the first
-cell (autograder/nbgrader_config.py passes it to the kernel), so the snapshot holds the real
+cell (autograder/nbgrader_config.py passes it to the kernel; a kernel forked by the grader's zygote
+has it from the zygote, taken before any student's code ran), so the snapshot holds the real
 NumPy, builtins, reference library and checkers. Every checker calls `violations()` before it
 reports a score: if a function or class the tests use was replaced (`np.allclose = ...`, a
 checker swapped for a lambda, a reference function edited), the exercise scores zero and the
@@ -32,7 +33,12 @@ def _watched_modules():
 
 
 def take():
-    """Record every function, class and module now reachable from the watched modules."""
+    """Record every function, class and module now reachable from the watched modules, once: a
+    later call keeps the first record. The grader's zygote (autograder/zygote.py) takes it before it
+    forks each kernel, whose start-up call then finds it there; and a notebook that calls it cannot
+    move the record past its own changes."""
+    if _snapshot:
+        return
     import importlib
     import pkgutil
 
