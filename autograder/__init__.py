@@ -17,6 +17,8 @@ One job per module:
     warm.py           the process server's warm-up (GRADE_PATH=fast): imports, each lesson's feedback page
     phases.py         where a graded notebook's time goes (kernel start, cells, feedback…), for timings.json
     jail.py           the launcher that starts a graded kernel inside bubblewrap, with its limits
+    zygote.py         the run's sandboxed kernel zygote: imports done once, a sandbox of its own for each kernel it forks
+    zygote_client.py  the kernelspec of a forked kernel: asks the zygote, puts the kernel in the job's cgroups
     settings.py       the sandbox's mode (SANDBOX=on/auto/off) and limits (SANDBOX_MEMORY, …), GRADE_DASK, GRADE_PATH
     gradebook.py      the course's one state: nbgrader's gradebook, with every attempt beside it
     integrity.py      the private snapshot of the course; restoring changed files; finding the culprit

@@ -139,7 +139,8 @@ def autograde_submission(spec):
     """
     root, lesson, student = Path(spec["root"]), spec["lesson"], spec["student"]
     phases.reset()
-    config = phases.configure(scratch_config(root, Path(spec["release"]), spec["course"]))
+    config = phases.configure(scratch_config(root, Path(spec["release"]), spec["course"]),
+                              prompt=bool(spec.get("quick_shutdown")))
     if spec.get("quick_shutdown"):  # the scores are in: kill the kernel rather than wait for it to exit
         config.Execute.shutdown_kernel = "immediate"
     api = api_for(config)

@@ -97,19 +97,11 @@ class PromptClient(AsyncKernelClient):
 
 
 class TimedKernelManager(AsyncKernelManager):
-    """nbgrader's kernel manager, with the kernel's launch and shutdown marked, its client prompt, and
-    the end of its process seen within 10 ms."""
-
-    client_class = DottedObjectName("autograder.phases.PromptClient")
-    client_factory = Type(default_value=PromptClient, klass=AsyncKernelClient)
+    """nbgrader's kernel manager, with the kernel's launch and shutdown marked."""
 
     async def start_kernel(self, **kw):
         mark("kernel launch")
         return await super().start_kernel(**kw)
-
-    async def _async_wait(self, pollinterval=0.1):
-        """Whether the kernel's process has ended, asked every 10 ms rather than every 100."""
-        await super()._async_wait(pollinterval=min(pollinterval, 0.01))
 
     async def shutdown_kernel(self, now=False, restart=False):
         _close_cell()
@@ -120,9 +112,21 @@ class TimedKernelManager(AsyncKernelManager):
             mark("shutdown ends")
 
 
-def configure(config):
-    """The job's nbgrader configuration, with the hooks that mark the kernel's start and each cell."""
-    config.Execute.kernel_manager_class = TimedKernelManager
+class PromptKernelManager(TimedKernelManager):
+    """The fast path's kernel manager: its client prompt, and the end of its process seen within 10 ms."""
+
+    client_class = DottedObjectName("autograder.phases.PromptClient")
+    client_factory = Type(default_value=PromptClient, klass=AsyncKernelClient)
+
+    async def _async_wait(self, pollinterval=0.1):
+        """Whether the kernel's process has ended, asked every 10 ms rather than every 100."""
+        await super()._async_wait(pollinterval=min(pollinterval, 0.01))
+
+
+def configure(config, prompt=False):
+    """The job's nbgrader configuration, with the hooks that mark the kernel's start and each cell
+    (`prompt`, on the fast path: the kernel waited for in steps of 10 to 20 ms)."""
+    config.Execute.kernel_manager_class = PromptKernelManager if prompt else TimedKernelManager
     config.Execute.on_notebook_start = _on_notebook_start
     config.Execute.on_cell_start = _on_cell_start
     return config

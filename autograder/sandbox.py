@@ -1,6 +1,7 @@
 """The sandbox's interface: what the rest of the grader uses of it, in one place.
 
     jail = start(library=...)             # once per run: is bubblewrap there, and does it work?
+    jail = start_zygote(jail, library, kernel_modules(lessons))   # the fast path: kernels forked
     outcome = run(task, arg, workdir=..., library=..., timeout=600, jail=jail)
 
 The work is done by one module per job:
@@ -9,9 +10,12 @@ The work is done by one module per job:
     kernel_cell.py    one job's sandbox cell (folder, kernelspec, sockets) and nbgrader's kernel glue
     timed_process.py  one task in a process of its own, with a time limit
     jail.py           the launcher that starts a graded kernel inside bubblewrap
+    zygote.py         the run's kernel zygote (in bubblewrap), which forks each job's kernel into a
+                      sandbox of its own; zygote_client.py is that kernel's kernelspec
 
-The interface is the whole contract: `start`, `run`, `Outcome`, `Unavailable` and
-`configure_kernel` (which nbgrader_glue calls on the configuration of the job's nbgrader).
+The interface is the whole contract: `start`, `start_zygote`, `kernel_modules`, `run`, `Outcome`,
+`Unavailable` and `configure_kernel` (which nbgrader_glue calls on the configuration of the job's
+nbgrader).
 """
 
 from .cgroups import remove_stale as remove_stale_groups

@@ -3,12 +3,18 @@ and what every sandboxed job of the run shares (the Jail).
 
     jail = start(library=...)      # raises Unavailable, saying why and what to do
     jail.description               # what grades.csv records about it
+    jail = start_zygote(jail, library, kernel_modules(lessons))   # kernels forked, imports done
 
 With a jail, every kernel a job starts runs in bubblewrap (jail.py launches it): its own PID
 namespace, no network, a read-only view of the Python environment and the course library, a
 private scratch folder and /tmp in memory, the unprivileged user 65534, and the limits of
 settings.Limits, enforced by cgroups where this machine lets the grader create them (memory,
 processes; cgroups.py) and by rlimits (open files, file size, CPU time).
+
+With a zygote (the fast path), one bubblewrap per run holds a Python that has imported what a kernel
+imports (zygote.py); each job's kernel is forked from it into a sandbox of its own with the same
+view and limits (zygote_client.py is its kernelspec). Where the zygote is not there, a kernel starts
+in a bubblewrap of its own, as above.
 """
 
 import atexit

@@ -96,8 +96,9 @@ PATHS = ("fast", "classic")
 
 def grading_path(env=None):
     """GRADE_PATH from the environment: 'fast' (the default) or 'classic', the way each notebook was
-    graded before the fast path (a process server that only imports, the kernel waited for at its
-    shutdown, the scratch course on disk, the template made again every run), kept to compare the two
+    graded before the fast path (a process server that only imports, a bubblewrap and a fresh Python
+    for every kernel, the kernel waited for in steps of 100 to 200 ms and at its shutdown, the scratch
+    course on disk, the template made again every run), kept to compare the two
     (`make bench BENCH=grading`). The grades are the same."""
     env = os.environ if env is None else env
     value = (env.get("GRADE_PATH") or "fast").strip().lower()

@@ -4,7 +4,7 @@ class on 1, 2 and 4 Dask workers.
 
 GRADING_BENCH=paths,lessons,dask (any of scale, paths, lessons, dask) runs only those parts; all by
 default. The parts after the first:
-- paths: the same class (quick: 2 students x 2 lessons; else 4 x every lesson) graded with JOBS=2 in the
+- paths: the same class (quick: 2 students x 2 lessons; else 10 x every lesson) graded with JOBS=2 in the
   sandbox on the classic path (GRADE_PATH=classic: as graded before) and the fast one, alternating
   classic, fast, fast, classic; seconds per notebook = wall time / notebooks of each run, and the mean
   seconds of each phase per notebook (timings.json, autograder/phases.py), with the sandbox's start
@@ -209,7 +209,7 @@ def _sandbox_micro(library, repeats=3):
 def paths(quick=False):
     from nbtools import autograde, course_copy, lessons
     chosen = lessons()[:2] if quick else lessons()
-    n_students = 2 if quick else 4
+    n_students = 2 if quick else int(os.environ.get("GRADING_BENCH_STUDENTS", "10"))
     order = ["classic", "fast", "fast", "classic"]
     wall, phases, seconds, scores, loads = {"classic": [], "fast": []}, {"classic": {}, "fast": {}}, \
         {"classic": [], "fast": []}, {}, []

@@ -92,8 +92,9 @@ class Cluster:
         proc.wait(30)
 
     def busy(self):
-        """The name of a worker that is grading a job (a kernel's sandbox runs among the processes it
-        started), or None."""
+        """The name of a worker that is grading a job (a kernel's launcher, zygote_client.py or jail.py,
+        runs among the processes it started; the zygote's own bubblewrap runs there all the time), or
+        None."""
         parents = {}
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
@@ -101,7 +102,8 @@ class Cluster:
                 cmdline = (stat.parent / "cmdline").read_bytes()
             except OSError:
                 continue
-            parents[int(stat.parent.name)] = (int(text.rsplit(")", 1)[1].split()[1]), b"bwrap" in cmdline)
+            kernel = b"zygote_client.py" in cmdline or b"jail.py" in cmdline
+            parents[int(stat.parent.name)] = (int(text.rsplit(")", 1)[1].split()[1]), kernel)
         for name, proc in self.procs.items():
             if name.startswith("w"):
                 for pid, (_, sandbox) in parents.items():
