@@ -333,15 +333,10 @@ def test_nothing_of_the_sandboxes_is_left_behind(graded_class):
 
 
 # -- a kernel forked by the run's zygote (autograder/zygote.py) ---------------------------------------
-def _zygote_only(launch):
-    if launch != "zygote":
-        pytest.skip("about the zygote's kernels")
-
-
-def test_a_forked_kernel_cannot_undo_its_sandbox(tmp_path, launch):
+def test_a_forked_kernel_cannot_undo_its_sandbox(tmp_path):
     """No capability is left, and a namespace of its own does not give back what was hidden: every
     mount it inherited is locked."""
-    _zygote_only(launch)
+    launch = "zygote"
     code = ("import ctypes, os, json\nlibc = ctypes.CDLL(None, use_errno=True)\n"
             "class H(ctypes.Structure): _fields_ = [('v', ctypes.c_uint32), ('pid', ctypes.c_int)]\n"
             "class D(ctypes.Structure): _fields_ = [('e', ctypes.c_uint32), ('p', ctypes.c_uint32), ('i', ctypes.c_uint32)]\n"
@@ -361,10 +356,10 @@ def test_a_forked_kernel_cannot_undo_its_sandbox(tmp_path, launch):
     assert "shm" in seen["dev"] and not any(name.isdigit() for name in seen["proc"])
 
 
-def test_kernels_forked_at_once_share_nothing(tmp_path, launch):
+def test_kernels_forked_at_once_share_nothing(tmp_path):
     """Two kernels of the same zygote, running at the same time: what the first leaves in /dev/shm,
     /tmp, its working folder and the abstract socket namespace, the second cannot see or reach."""
-    _zygote_only(launch)
+    launch = "zygote"
     first = ("import os, socket, time\nopen('/dev/shm/first', 'w').write('x')\nopen('/tmp/first', 'w').write('x')\n"
              "open('first', 'w').write('x')\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0encdec-first')\n"
              "s.listen(1)\nprint('ready', flush=True)\ntime.sleep(20)\n")
@@ -387,10 +382,10 @@ def test_kernels_forked_at_once_share_nothing(tmp_path, launch):
         cell.close()
 
 
-def test_without_its_zygote_the_kernel_starts_in_a_bubblewrap_of_its_own(tmp_path, launch):
+def test_without_its_zygote_the_kernel_starts_in_a_bubblewrap_of_its_own(tmp_path):
     """The zygote gone after the job's kernelspec was written: zygote_client.py starts the kernel as
     jail.py does, and the job is graded all the same."""
-    _zygote_only(launch)
+    launch = "zygote"
     root = Path(_jail(launch).zygote).parent
     stopped = dataclasses.replace(_jail(launch), zygote=str(tmp_path / "no-zygote.sock"))
     from autograder import sandbox_start
