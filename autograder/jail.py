@@ -63,7 +63,7 @@ def bwrap_argv(spec, cwd, command):
     return argv + ["--"] + list(command)
 
 
-def _die_with_parent():
+def die_with_parent():
     """SIGKILL when the grading process that started us dies, however it dies."""
     try:
         import ctypes
@@ -73,20 +73,25 @@ def _die_with_parent():
         pass
 
 
-def _enter(spec):
-    for group in spec["cgroups"]:
-        with open(os.path.join(group, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
-    for name, value in spec["rlimits"].items():
+def set_rlimits(rlimits):
+    """The job's rlimits on this process and what it starts (zygote.py sets them on a forked kernel)."""
+    for name, value in rlimits.items():
         # CPU time: SIGXCPU at the limit (which the grader reports), SIGKILL two seconds later
         hard = value + 2 if name == "cpu_time" else value
         resource.setrlimit(getattr(resource, RLIMITS[name]), (value, hard))
 
 
+def _enter(spec):
+    for group in spec["cgroups"]:
+        with open(os.path.join(group, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    set_rlimits(spec["rlimits"])
+
+
 def main(argv):
     spec_path, command = argv[0], argv[1:]
     parent = os.getppid()
-    _die_with_parent()
+    die_with_parent()
     if os.getppid() != parent:  # the grading process died before prctl took effect
         return 1
     with open(spec_path) as f:

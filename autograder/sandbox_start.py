@@ -209,7 +209,8 @@ def start_zygote(jail, library, modules):
     """The jail with a kernel zygote that imported `modules` (it starts now; zygote_ready() waits)."""
     from . import zygote
     root = Path(tempfile.mkdtemp(prefix="ag-z-", dir=short_tmp()))
-    shutil.copy(zygote.__file__, root / "zygote.py")  # the kernels' own /tmp hides this folder from them
+    for module in (zygote, launcher):  # the kernels' own /tmp hides this folder from them
+        shutil.copy(module.__file__, root / os.path.basename(module.__file__))
     spec = jail.spec(root, library)
     spec["sockets"] = str(root)  # the job folders go in it, each kernel sees only its own
     argv = launcher.bwrap_argv(spec, "/tmp/.zygote", [sys.executable, str(root / "zygote.py"), str(root), *modules])

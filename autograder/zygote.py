@@ -23,26 +23,28 @@ draws new random seeds, and starts ipykernel. The child reports how the kernel e
 request's connection; when that connection closes first (the grading process is gone, or it killed
 the kernel), the child kills the whole namespace.
 
-Only the standard library, besides the MODULEs.
+Only the standard library and jail.py (its rlimits), besides the MODULEs.
 """
 
 import ctypes
 import importlib
 import json
 import os
-import resource
 import select
 import signal
 import socket
 import sys
 
+try:
+    from . import jail
+except ImportError:  # run as a script, beside its copy of jail.py
+    import jail
+
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_MOVE = 1, 2, 4, 32, 4096, 8192
 MS_REC, MS_PRIVATE = 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 47, 4
-RLIMITS = {"open_files": "RLIMIT_NOFILE", "file_size": "RLIMIT_FSIZE", "cpu_time": "RLIMIT_CPU",
-           "processes": "RLIMIT_NPROC", "memory": "RLIMIT_DATA"}
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 SOCKET = "zygote.sock"
 HELLO = "hello.sock"
 PROC_FILES = ("cpuinfo", "meminfo", "stat", "loadavg", "uptime", "version", "filesystems")  # the machine's
@@ -137,10 +139,6 @@ def _replace(top, files, links):
     os.rmdir(staging)
 
 
-def _die_with_parent():
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 def _read_request(conn):
     """The request, and the client's stdin, stdout and stderr, which become the kernel's."""
     conn.settimeout(30)
@@ -163,9 +161,7 @@ def _kernel(request):
     if hello.recv(2) != b"go":  # zygote_client.py has put this process in the job's cgroups
         raise RuntimeError("no go from the client")
     hello.close()
-    for name, value in request["rlimits"].items():
-        hard = value + 2 if name == "cpu_time" else value  # SIGXCPU at the limit, SIGKILL two seconds later
-        resource.setrlimit(getattr(resource, RLIMITS[name]), (value, hard))
+    jail.set_rlimits(request["rlimits"])
     import random
     random.seed()
     if "numpy" in sys.modules:
@@ -183,7 +179,7 @@ def _kernel(request):
 def _init(request):
     """The PID namespace's first process: forks the kernel, reaps, and ends with the kernel's status
     (128 + the signal when a signal ended it), which ends every process of the namespace."""
-    _die_with_parent()
+    jail.die_with_parent()
     kernel = os.fork()
     if kernel == 0:
         code = 1
@@ -208,7 +204,7 @@ def _init(request):
 
 def _child(conn):
     """One request: a sandbox of its own, its first process, and the report of how the kernel ended."""
-    _die_with_parent()
+    jail.die_with_parent()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     request, fds = _read_request(conn)
     for target, fd in enumerate(fds[:3]):

@@ -58,7 +58,7 @@ def _record(spec, code):
 def main(argv):
     spec_path, args = argv[0], argv[1:]
     parent = os.getppid()
-    jail._die_with_parent()
+    jail.die_with_parent()
     if os.getppid() != parent:
         return 1
     with open(spec_path) as f:
