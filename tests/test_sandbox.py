@@ -96,8 +96,13 @@ def test_the_kernel_sees_only_python_the_library_and_its_scratch(tmp_path, launc
     assert rc == 0, out
     seen = json.loads(out)
     assert seen["uid"] == 65534
-    # nothing beside the scratch folder (a forked kernel's /tmp also holds the way to its socket folder)
-    beside = {"work"} if launch == "bubblewrap" else {"work", Path(_jail(launch).zygote).parent.name}
+    # nothing beside the scratch folder (a forked kernel's /tmp also holds the way to its socket folder,
+    # and to the Python environment and the library where they are under /tmp)
+    beside = {"work"}
+    if launch == "zygote":
+        jail = _jail(launch)
+        shown = [Path(jail.zygote).parent] + [Path(p) for p in (*jail.readonly, LIBRARY)]
+        beside |= {p.relative_to("/tmp").parts[0] for p in shown if p.is_relative_to("/tmp")}
     assert seen["cwd"] == [] and set(seen["parent"]) == beside
     assert seen["encdec"].startswith(str(LIBRARY))
     assert set(seen["repo"]) <= {".venv", "lib"}  # not solutions/, autograder/, course/ or .git
