@@ -188,6 +188,9 @@ def _init(request):
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:  # as Python reports an uncaught exception: on the kernel's stderr
+            import traceback
+            traceback.print_exc()
         finally:
             for stream in (sys.stdout, sys.stderr):
                 try:
@@ -210,7 +213,7 @@ def _child(conn):
     for target, fd in enumerate(fds[:3]):
         os.dup2(fd, target)
         os.close(fd)
-    workdir = os.path.join("/tmp", os.path.basename(request.get("workdir_name") or "work") or "work")
+    workdir = os.path.join("/tmp", os.path.basename(request.get("workdir_name", "")) or "work")
     request["workdir"] = workdir
     make_sandbox(request["sockets"], request.get("readonly", []), int(request["tmpfs_size"]), workdir)
     first = os.fork()  # PID 1 of the new namespace
