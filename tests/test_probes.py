@@ -472,7 +472,7 @@ def _no_max_shift(Q, K, V, mask=None):
     (lesson02.check_multi_head_attention, _mha(heads=lambda h: h[..., ::-1, :, :]), "probe:heads:merge_reversed"),
     (lesson05.check_decoder_block, DecoderBlockNorm1ForCross, "probe:instead:norm1_gamma:norm2_gamma"),
     (lesson05.check_decoder_block, DecoderBlockNoNorm3, "probe:missing:norm3"),
-    (lesson04.check_cross_attention_step_by_step, _steps_on_the_last_axis, "probe:weights:rows_do_not_sum_to_one"),
+    (lesson04.check_cross_attention_step_by_step, _steps_on_the_last_axis, "repair:axis"),
     (lesson01.check_scaled_dot_product_attention, _mask_multiplied, "probe:weights:masked_key_gets_weight"),
     (lesson01.check_scaled_dot_product_attention, _no_max_shift, "probe:not_finite"),
 ], ids=["scale-after-softmax", "softmax-over-heads", "heads-reversed", "norm1-for-cross", "no-norm3",
@@ -485,7 +485,11 @@ def test_slips_written_apart_from_the_probes_are_named(checker, answer, key):
 
 
 # -- shape errors ---------------------------------------------------------------------------------------------
-def test_a_shape_error_names_the_arrays_and_the_step():
+def test_a_shape_error_names_the_arrays_and_the_step(monkeypatch):
+    """The shape probe on its own (the repair, which comes first, would name the variable: test_repair.py)."""
+    from encdec.checks.probes import judging
+    monkeypatch.setattr(judging, "REPAIR", _Silent())
+
     def scaled_dot_product_attention(Q, K, V, mask=None):
         scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
         if mask is not None:
@@ -497,6 +501,11 @@ def test_a_shape_error_names_the_arrays_and_the_step():
     _, text, keys = check(lesson01.check_scaled_dot_product_attention, scaled_dot_product_attention)
     assert "probe:shape_error:broadcast" in keys, text
     assert "`scores + flat` fails: scores has shape (4, 4) and flat has shape (16,); they do not broadcast" in text
+
+
+class _Silent(probes.Probe):
+    def find(self, attempt, probes):
+        return None
 
 
 # -- integration: recorded once, no points of its own, never raises, fast -----------------------------------

@@ -269,6 +269,7 @@ class Attempt:
     others: tuple = ()  # the part's other cases, on which a probe's finding is confirmed (Attempt.on)
     reference: object = None
     case_sizes: dict = field(default_factory=dict)  # the sizes the case gives, by name (checks.sizes)
+    repair_seconds: float = 0.6  # what the repair probe may spend on this case (the check's budget left)
 
     @property
     def sizes(self):
@@ -443,7 +444,8 @@ class Checker:
                     self._explain_error(outcome)
                     return self.part(label, False, self.stopped, weight, cases, case, robust)
                 attempt.error = outcome.error
-                mistake = diagnose_error(outcome.error, catalog, case) or _probes.find_slip(probes, attempt)
+                attempt.case_sizes = self._case_sizes(reference, case)
+                mistake = diagnose_error(outcome.error, catalog, case) or self._find_slip(probes, attempt)
                 msg = self._explain_error(outcome)
                 return self.part(label, False, _join(case, msg, self.likely_cause(mistake)), weight, cases, case, robust)
             got = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
@@ -454,8 +456,9 @@ class Checker:
                 problem = _with_shape_reason(problem, got, expected, names, attempt.case_sizes)
             if problem:
                 mistake = (diagnose(got, catalog, case, case.float32, postprocess,
-                                    others=[c for c in cases if c is not case], student=student, forbidden=forbidden)
-                           or (None if _other_structure(got, expected) else _probes.find_slip(probes, attempt))
+                                    others=[c for c in cases if c is not case], student=student, forbidden=forbidden,
+                                    reference=reference)
+                           or (None if _other_structure(got, expected) else self._find_slip(probes, attempt))
                            or (None if _other_structure(got, expected) else self._locate(attempt, reference)))
                 return self.part(label, False, _join(case, problem, self.likely_cause(mistake)), weight, cases, case, robust)
             if not _inputs_untouched(args, case.args):
@@ -465,6 +468,16 @@ class Checker:
         return self.part(label, True, "", weight, cases, robust=robust)
 
     TRACE_SECONDS = 1.0  # for the tracer, over the whole check: a failing exercise is diagnosed within ~2 s
+    REPAIR_SECONDS = 1.0  # for the probes and the repair, over the whole check
+
+    def _find_slip(self, probes, attempt):
+        """The probes' finding (probes.find_slip), the repair given what is left of the check's time for it."""
+        attempt.repair_seconds = max(0.0, self.REPAIR_SECONDS - getattr(self, "_repaired", 0.0))
+        start = time.perf_counter()
+        try:
+            return _probes.find_slip(probes, attempt)
+        finally:
+            self._repaired = getattr(self, "_repaired", 0.0) + time.perf_counter() - start
 
     def _locate(self, attempt, reference):
         """The tracer's finding (probes.locate), within what is left of the check's time for it."""
@@ -678,15 +691,21 @@ def _inputs_untouched(after, before):
     return True
 
 
-def diagnose(got, catalog, case, float32=False, postprocess=None, others=(), student=None, forbidden=()):
+def diagnose(got, catalog, case, float32=False, postprocess=None, others=(), student=None, forbidden=(),
+             reference=None):
     """The catalog mistake whose output on this case equals the student's, else None.
 
     When several do (banning only BOS and banning neither BOS nor pad decode alike while the model never
     favours the pad), the other cases of the part (`others`) are run with the answer (`student`) too, and
-    the first mistake that agrees with the answer on all of them is named."""
+    the first mistake that agrees with the answer on all of them is named. With the `reference`, a single
+    match is confirmed the same way: on another case where the answer is wrong too and the mistake gives
+    another output than the answer's, the match was a coincidence of that case's numbers, and nothing is named."""
     matching = [m for m in catalog if _output_equals(m, got, case, float32, postprocess)]
-    if len(matching) <= 1 or student is None or not others:
+    if not matching or student is None or not others:
         return matching[0] if matching else None
+    if len(matching) == 1:
+        return matching[0] if reference is None or _confirmed(matching[0], others, student, forbidden, postprocess,
+                                                              reference) else None
     for other in others:
         outcome = run_student(student, _copy(other.args), _copy(other.kwargs), forbidden)
         if outcome.error is not None:
@@ -698,6 +717,27 @@ def diagnose(got, catalog, case, float32=False, postprocess=None, others=(), stu
         if len(matching) == 1:
             break
     return matching[0]
+
+
+def _confirmed(mistake, others, student, forbidden, postprocess, reference):
+    """False when, on one of up to three other cases, the answer is wrong and the mistake's output is not the
+    answer's (its error or its values)."""
+    for other in others[:3]:
+        outcome = run_student(student, _copy(other.args), _copy(other.kwargs), forbidden)
+        if outcome.error is not None:
+            continue
+        mine = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
+        try:
+            right = reference(*_copy(other.args), **_copy(other.kwargs))
+        except Exception:
+            continue
+        if postprocess is not None:
+            right = _safe(postprocess, right)
+        if compare(mine, right, other.float32) is None:
+            continue  # the answer is right there: that case tells nothing
+        if not _output_equals(mistake, mine, other, other.float32, postprocess):
+            return False
+    return True
 
 
 def _output_equals(mistake, got, case, float32, postprocess):

@@ -10,6 +10,7 @@ from ..core import Case, Checker
 from ..exercises import Exercise
 from ..fixtures import BOS, EOS, source_batch
 from ..probes import Combos, DecodedRows, Probes
+from .behind_the_ban import behind_the_ban
 from .models import ScriptedReverser, decoding_model, other_ids_model, trained_reverser
 
 
@@ -117,4 +118,5 @@ def check_greedy_decode(greedy_decode=None, *, points=None, hidden=False):
     c.check_cases("stopping at EOS or at max_len", fn, _reference_greedy, cases["stops"], **common)
     c.check_cases("a batch of sources: each row stops at its own EOS, pads after it", fn, _reference_greedy,
                   cases["batch"], **common)
+    behind_the_ban(c, fn, cases.values(), _reference_greedy, **common)
     return c.result()

@@ -40,10 +40,18 @@ Keys: "probe:<kind>:<detail>", e.g. probe:transposed:W_q, probe:swapped:norm1_ga
 probe:instead:W_k:W_q (W_k used where W_q belongs), probe:heads:split_bare, probe:scale:1/sqrt(n),
 probe:axis:-2, probe:missing:b1, probe:masks:causal_to_cross, probe:shape_error:broadcast.
 
+After an exercise's own probes, two always-on kinds: the repair (`repair.py`, with the edits it tries in
+`edits.py` and `moves.py`) finds the one small edit of the answer's own code that makes it right on every
+case of the part and names its line ("`/` in place of `//`", "axis=-1 in place of axis=0", "line 7 after
+the loop"); the failed-line probes (`failed_lines.py`) explain an index with too many axes, a slice given a
+value of another length, None or a tuple used as an array.
+
 The package, one module a kind: base (Finding, Knobs, Probes, Probe, Variant, Property, the audit),
 variants, properties (attention's rules), behaviour (calls, invariants, decoded rows), combos (named
-choices for gradients, training and decoding), shapes (errors), and judging.py, the one place that says
-in which order the causes of a failure are looked for.
+choices for gradients, training and decoding), constants (fitted numbers), repair with edits and moves,
+failed_lines, shapes (shape errors, and a wrong output shape explained) with views (the arrays a failing
+line's expressions hold), tracer and divergence (the first line that goes wrong), and judging.py, the one
+place that says in which order the causes of a failure are looked for.
 
 Proof that nothing misfires: inside `audit()` every checker runs its probes on every case it passes
 (on the answer's output and on the reference's) and checks its model with no knobs against the
@@ -57,7 +65,8 @@ from .combos import Combos, EachOutput, combos
 from .constants import Constant, Fitted, name_number
 from .judging import find_slip
 from .properties import AdditiveMask, Causal, HeadsCompared, MaskedKeysZero, NotFinite, RowsSumToOne
-from .shapes import ERROR_PROBES, FailedProduct, ShapeError, TorchShapeError, explain_shape
+from .shape_reasons import explain_shape
+from .shapes import ERROR_PROBES, FailedProduct, ShapeError, TorchShapeError
 from .divergence import locate
 from .variants import ACTIVATIONS, Activation, Axis, Missing, Scale, Swapped, Transposed, Variants
 

@@ -3,21 +3,49 @@ order. The first that names one wins; none of them changes the score.
 
 1. the catalog (encdec.mistakes): a known wrong implementation whose output (or error) is the answer's
    (core.diagnose and core.diagnose_error, run by the checker before anything here);
-2. the exercise's own probes, in the order it declares them (exact variants first, properties last);
-3. the error probes (shapes.ERROR_PROBES), always on: a failed operation's arrays and step;
-4. the tracer (divergence.locate, called by the checker last): the first line of the answer whose value
+2. an output whose shape says that pieces were joined along the wrong axis (shapes.joined): the repair,
+   else that, before anything that reads the output's values (rows summing to 3 are that slip's effect);
+   otherwise the exercise's own probes, in the order it declares them (exact variants first, properties last);
+3. the repair (repair.py), always on: the one small edit of the answer's own code that makes it right on
+   every case of the part;
+4. the error probes, always on: an index, a slice, a None or a tuple on the failing line
+   (failed_lines.FAILED_LINE_PROBES), then a failed operation's arrays and step (shapes.ERROR_PROBES);
+5. the tracer (divergence.locate, called by the checker last): the first line of the answer whose value
    leaves the right computation, when the answer returned a wrong value and nothing above named why.
 """
 
-from .base import NO_PROBES
+from .base import NO_PROBES, Finding
+from .failed_lines import FAILED_LINE_PROBES
+from .repair import Repair
+from .shape_reasons import explain_shape, joined
 from .shapes import ERROR_PROBES
+
+REPAIR = Repair()
 
 
 def find_slip(probes, attempt):
-    """What kind of slip `attempt` makes, by the declared probes, then the always-on error probes."""
+    """What kind of slip `attempt` makes, by the declared probes, then the always-on repair and error probes."""
     probes = probes or NO_PROBES
-    for probe in [*probes.probes, *ERROR_PROBES]:
+    wrong_axis = _joined(attempt)
+    if wrong_axis is not None:
+        return REPAIR.safe_find(attempt, probes) or wrong_axis
+    for probe in [*probes.probes, REPAIR, *FAILED_LINE_PROBES, *ERROR_PROBES]:
         finding = probe.safe_find(attempt, probes)
         if finding is not None:
             return finding
+    return None
+
+
+def _joined(attempt):
+    """A Finding when the answer's output (or a part of it) has the pieces-joined-along-the-wrong-axis shape."""
+    if attempt.error is not None:
+        return None
+    got, expected = attempt.got, attempt.expected
+    pairs = list(zip(got, expected)) if isinstance(got, (tuple, list)) and isinstance(expected, tuple) \
+        else [(got, expected)]
+    for g, e in pairs:
+        gs, es = getattr(g, "shape", None), getattr(e, "shape", None)
+        if gs is not None and es is not None and joined(tuple(gs), tuple(es)) is not None:
+            return Finding(attempt.exercise, "probe:shape:joined", explain_shape(tuple(gs), tuple(es), attempt.sizes)
+                           + ". Check the axis where the pieces are joined.")
     return None

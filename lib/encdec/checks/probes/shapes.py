@@ -7,7 +7,9 @@ import traceback
 
 import numpy as np
 
-from .base import Finding, Probe, attribute
+from .base import Finding, Probe
+from .shape_reasons import size_named
+from .views import view
 
 
 # -- errors: the arrays and the step of a failed operation -------------------------------------------------
@@ -51,14 +53,16 @@ def _resolve_object(node, frame):
     return None
 
 
-def _fails(op, a, b):
-    """Why `a op b` fails for these shapes, or None when it works."""
+def _fails(op, a, b, sizes=None):
+    """Why `a op b` fails for these shapes, or None when it works; with the case's `sizes` ({name: value}),
+    the sizes that clash are named (5 (m) against 6 (n))."""
     if op == "@":
         if a.ndim == 0 or b.ndim == 0:
             return "@ needs arrays of at least one dimension"
         inner_a, inner_b = a.shape[-1], (b.shape[-2] if b.ndim >= 2 else b.shape[0])
         if inner_a != inner_b:
-            return f"the last axis of the left ({inner_a}) must equal the second-to-last of the right ({inner_b})"
+            return (f"the last axis of the left ({size_named(inner_a, sizes)}) must equal the second-to-last of the right "
+                    f"({size_named(inner_b, sizes)})" + _clash(inner_a, inner_b, sizes))
         try:
             np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         except ValueError:
@@ -68,7 +72,8 @@ def _fails(op, a, b):
         np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
         pairs = [(x, y) for x, y in zip(reversed(a.shape), reversed(b.shape)) if x != y and 1 not in (x, y)]
-        which = f" ({pairs[0][0]} against {pairs[0][1]})" if pairs else ""
+        which = (f" ({size_named(pairs[0][0], sizes)} against {size_named(pairs[0][1], sizes)})" + _clash(*pairs[0], sizes)
+                 if pairs else "")
         return ("they do not broadcast: lined up from the right, each pair of sizes must be equal or 1" + which)
     return None
 
@@ -86,7 +91,7 @@ class ShapeError(Probe):
     library = "NumPy"
 
     def resolve(self, node, frame):
-        return _resolve(node, frame)
+        return view(node, frame, _resolve)
 
     def find(self, attempt, probes):
         exc = attempt.error
@@ -112,7 +117,7 @@ class ShapeError(Probe):
                     continue
                 op = _OPS[type(node.op)]
                 sa, sb = _shape_of(a), _shape_of(b)
-                why = _fails(op, _Shaped(sa), _Shaped(sb))
+                why = _fails(op, _Shaped(sa), _Shaped(sb), attempt.sizes)
                 if why:
                     left, right = ast.unparse(node.left), ast.unparse(node.right)
                     return self.finding(attempt, "matmul" if op == "@" else "broadcast", (
@@ -139,6 +144,15 @@ class ShapeError(Probe):
         return self.finding(attempt, "shapes", (
             f"a shape error in `{snippet}`, where {shapes}. Compare these shapes with what the operation needs "
             "(the docstring gives the shape of every input and output)."))
+
+
+def _clash(a, b, sizes):
+    """', an array over one meets an array over the other' when both sizes are named sizes of the case."""
+    named = [name for name, value in (sizes or {}).items() if value in (a, b) and not name.startswith("B")]
+    if size_named(a, sizes) != str(a) and size_named(b, sizes) != str(b) and len(named) >= 2:
+        return (": an array over one of those sizes meets one over the other; one of the two is likely the wrong "
+                "array, or made with the wrong size")
+    return ""
 
 
 def _parsed(*texts):
@@ -200,7 +214,7 @@ class TorchShapeError(ShapeError):
     library = "torch"
 
     def resolve(self, node, frame):
-        return _resolve_tensor(node, frame)
+        return view(node, frame, _resolve_tensor)
 
 
 ERROR_PROBES = [ShapeError(), TorchShapeError()]  # always on, after a check's own probes
@@ -247,55 +261,3 @@ class FailedProduct(Probe):
                     return Finding(attempt.exercise, diagnosis.key, diagnosis.diagnosis, where)
                 return self.finding(attempt, detail, diagnosis, where)
         return None
-
-
-# -- a shape that is not the expected one, explained -------------------------------------------------------
-def _named(size, sizes):
-    """'n = 5' when one size of the case is `size` (the exercise's sizes), else str(size)."""
-    names = [name for name, value in (sizes or {}).items() if value == size and not name.startswith("B")]
-    return f"{size} ({' or '.join(names)})" if names else str(size)
-
-
-def explain_shape(got, expected, sizes=None):
-    """Which axis is missing, extra or out of place in `got` compared with `expected` (two shapes), and what
-    usually causes it, in the case's own size names; "" when nothing simple explains it."""
-    got, expected = tuple(got), tuple(expected)
-    if len(got) == len(expected) - 1:
-        for k in range(len(expected)):
-            if expected[:k] + expected[k + 1:] == got:
-                size = expected[k]
-                if size == 1:
-                    return (f"an axis of size 1 is missing at position {k} of {expected}: a mask keeps the axes it "
-                            "broadcasts over, the heads' axis and, for a padding mask, the queries' ((B, 1, 1, n) for "
-                            "the encoder's, (B, 1, m, m) for the decoder's); after a sum, max or mean, keepdims=True "
-                            "keeps the axis")
-                if k == 0:
-                    return (f"the leading axis of size {_named(size, sizes)} is missing: a batch was treated as one "
-                            "example (an index [0], a squeeze, or a reshape that drops it)")
-                return (f"the axis of size {_named(size, sizes)} at position {k} is missing: a reduction over it (a sum "
-                        "or mean without keepdims), or an index that picks one entry of it")
-    if len(got) == len(expected) + 1:
-        for k in range(len(got)):
-            if got[:k] + got[k + 1:] == expected:
-                size = got[k]
-                if size == 1 and k == 0:
-                    return ("there is an extra leading axis of size 1: an unbatched input was given a batch axis "
-                            "([None], np.newaxis, reshape(1, ...)) that is not removed before returning")
-                if size == 1:
-                    return (f"there is an extra axis of size 1 at position {k}: keepdims=True where the axis should "
-                            "go, or a [..., None] too many")
-                return f"there is an extra axis of size {_named(size, sizes)} at position {k}"
-    if len(got) == len(expected) and sorted(got) == sorted(expected):
-        moved = [k for k in range(len(got)) if got[k] != expected[k]]
-        if len(moved) == 2:
-            a, b = moved
-            return (f"axes {a} and {b} are exchanged ({_named(got[a], sizes)} where {_named(expected[a], sizes)} "
-                    "belongs): a transpose too many or too few, or a reshape where an axis swap was meant")
-        return "the axes are in another order: a reshape where a transpose (np.swapaxes) was meant?"
-    if len(got) == len(expected):
-        diff = [k for k in range(len(got)) if got[k] != expected[k]]
-        if len(diff) == 1:
-            k = diff[0]
-            return (f"axis {k} has size {_named(got[k], sizes)} where {_named(expected[k], sizes)} is expected: a size "
-                    "read from another axis or another array")
-    return ""

@@ -1,0 +1,320 @@
+"""The one-token edits the repair probe (repair.py) tries on an answer's own code, in the order it tries
+them: each a small change a slip often is (`//` for `/`, `>` for `>=`, another axis, a missing
+keepdims, len() of a batch, np.dot for @, .T of a batched array, sin for cos, an ascending sort, a
+sign, a product for a quotient, a number off by one, a statement too many or out of place, two
+arguments in each other's place, a call around a value, one variable read where another belongs).
+
+Each kind is a generator `kind(index, node, function)` of Edit(index, kind, apply, said, why): `apply(node,
+function)` changes the node at `index` (in `ast.walk` order) of a copy of the function's tree, in place, and
+returns False when the edit does not apply there; `said` says what changes, in the student's code; `why`
+says why that is the usual slip. EXPRESSION_KINDS lists them in the order they are tried.
+"""
+
+import ast
+from dataclasses import dataclass
+
+_COMPARE = {ast.Gt: (ast.GtE, ">", ">="), ast.GtE: (ast.Gt, ">=", ">"), ast.Lt: (ast.LtE, "<", "<="),
+            ast.LtE: (ast.Lt, "<=", "<")}
+_REDUCTIONS = {"sum", "mean", "max", "min", "amax", "amin", "var", "std", "logsumexp", "prod", "all", "any"}
+_JOINS = {"concatenate", "stack", "cat", "hstack", "vstack"}
+_AXIS_WORDS = ("axis", "dim", "axes")
+_AXES = (-1, -2, -3, 0, 1, 2)
+_PAIRS = {"sin": "cos", "cos": "sin", "max": "min", "min": "max", "maximum": "minimum", "minimum": "maximum",
+          "argmax": "argmin", "argmin": "argmax", "triu": "tril", "tril": "triu", "amax": "amin", "amin": "amax",
+          "any": "all", "all": "any"}
+_NOT_WRAPPERS = {"len", "range", "int", "float", "tuple", "list", "enumerate", "zip", "print", "isinstance", "abs",
+                 "asarray", "array", "float64", "copy", "sum", "max", "min"}
+
+
+@dataclass
+class Edit:
+    index: int
+    kind: str
+    apply: object
+    said: str
+    why: str
+    lineno: int = 0
+
+
+def _text(node):
+    try:
+        return ast.unparse(node)
+    except Exception:
+        return "?"
+
+
+def _const_int(node):
+    """The int a node writes (3, -1), or None."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and type(node.operand.value) is int:
+        return -node.operand.value
+    return None
+
+
+def _int_node(k):
+    return ast.UnaryOp(ast.USub(), ast.Constant(-k)) if k < 0 else ast.Constant(k)
+
+
+def _callee(call):
+    """'sum' for np.sum(...), x.sum(...) and sum(...)."""
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _axis_slots(call):
+    """[(getter, setter, the value node)] of the call's axis arguments: axis=/dim= keywords, and the second
+    positional argument of a join or of np.<reduction>(x, k), the first of x.<reduction>(k)."""
+    slots = []
+    for kw in call.keywords:
+        if kw.arg in _AXIS_WORDS:
+            slots.append(kw)
+    name = _callee(call)
+    module_call = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+        and call.func.value.id in ("np", "numpy", "torch")
+    position = None
+    if name in _JOINS or (name in _REDUCTIONS and module_call) or name in ("softmax", "log_softmax", "swapaxes"):
+        position = 1
+    elif name in _REDUCTIONS and isinstance(call.func, ast.Attribute):
+        position = 0
+    if position is not None and len(call.args) > position and _const_int(call.args[position]) is not None:
+        slots.append(position)
+    return slots
+
+
+def _reduced(call):
+    """The array a reduction reduces: its first argument (np.sum(x, ...)) or its owner (x.sum(...))."""
+    module_call = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+        and call.func.value.id in ("np", "numpy", "torch")
+    if module_call or isinstance(call.func, ast.Name):
+        return call.args[0] if call.args else None
+    return call.func.value if isinstance(call.func, ast.Attribute) else None
+
+
+def _floordiv(i, node, fdef):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
+        def apply(n, tree):
+            n.op = ast.Div()
+            return True
+        yield Edit(i, "integer_division", apply, f"`/` in place of `//` in `{_text(node)}`",
+                   "`//` is integer (floor) division: it rounds down to a whole number, so a fraction below 1 "
+                   "becomes 0. The formula divides: `/`.")
+
+
+def _compare(i, node, fdef):
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+        new, old_text, new_text = _COMPARE[type(node.ops[0])]
+
+        def apply(n, tree, new=new):
+            n.ops = [new()]
+            return True
+        yield Edit(i, "boundary", apply, f"`{new_text}` in place of `{old_text}` in `{_text(node)}`",
+                   f"`{old_text}` and `{new_text}` differ only at the boundary, where the two sides are equal: "
+                   "that one value is decided the other way.")
+
+
+def _axis(i, node, fdef):
+    if not isinstance(node, ast.Call):
+        return
+    for slot in _axis_slots(node):
+        value = slot.value if isinstance(slot, ast.keyword) else node.args[slot]
+        old = _const_int(value)
+        word = slot.arg if isinstance(slot, ast.keyword) else "axis"
+        if old is None:
+            continue
+        for new in _AXES:
+            if new == old:
+                continue
+
+            def apply(n, tree, slot=slot, new=new):
+                if isinstance(slot, ast.keyword):
+                    kw = next(k for k in n.keywords if k.arg == slot.arg)
+                    kw.value = _int_node(new)
+                else:
+                    n.args[slot] = _int_node(new)
+                return True
+            hint = (" Counting axes from the end (-1 is the last) keeps them right whatever leading batch axes "
+                    "come first." if old >= 0 and new < 0 else "")
+            yield Edit(i, "axis", apply, f"{word}={new} in place of {word}={old} in `{_text(node)}`",
+                       f"{word}={old} is another axis than the formula's.{hint}")
+        target = _reduced(node)
+        if _callee(node) in _REDUCTIONS and target is not None and old == 0:
+            def apply(n, tree, slot=slot):
+                arr = _reduced(n)
+                every = ast.parse(f"tuple(range(({_text(arr)}).ndim - 1))", mode="eval").body
+                if isinstance(slot, ast.keyword):
+                    next(k for k in n.keywords if k.arg == slot.arg).value = every
+                else:
+                    n.args[slot] = every
+                return True
+            yield Edit(i, "axis", apply, f"every leading axis in place of {word}=0 in `{_text(node)}`",
+                       f"{word}=0 sums over the first axis only; with more than one leading (batch) axis the sum "
+                       f"runs over all of them: {word}=tuple(range(x.ndim - 1)).")
+
+
+def _keepdims(i, node, fdef):
+    if isinstance(node, ast.Call) and _callee(node) in _REDUCTIONS \
+            and not any(k.arg in ("keepdims", "keepdim") for k in node.keywords):
+        for word in ("keepdims", "keepdim"):
+            def apply(n, tree, word=word):
+                n.keywords = [*n.keywords, ast.keyword(word, ast.Constant(True))]
+                return True
+            yield Edit(i, "keepdims", apply, f"{word}=True added to `{_text(node)}`",
+                       f"the reduction drops the axis it runs over; {word}=True keeps it with size 1, so that the "
+                       "result lines up (broadcasts) with the array it came from.")
+
+
+def _len(i, node, fdef):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
+        arg = node.args[0]
+
+        def apply(n, tree):
+            n.func, n.args = ast.Attribute(ast.Attribute(n.args[0], "shape", ast.Load()), "__getitem__", ast.Load()), \
+                [_int_node(-1)]
+            return True
+        yield Edit(i, "length", apply, f"`{_text(arg)}.shape[-1]` in place of `{_text(node)}`",
+                   f"len({_text(arg)}) is the size of its first axis: the batch, when a batch comes. A sequence's "
+                   f"length is its last axis, {_text(arg)}.shape[-1].")
+
+
+def _full(node):
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None and node.step is None
+
+
+def _leading(i, node, fdef):
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and node.slice.elts \
+            and _full(node.slice.elts[0]):
+        def apply(n, tree):
+            elts = list(n.slice.elts)
+            while elts and _full(elts[0]):
+                elts.pop(0)
+            n.slice = ast.Tuple([ast.Constant(Ellipsis), *elts], ast.Load())
+            return True
+        rest = list(node.slice.elts)
+        while rest and _full(rest[0]):
+            rest.pop(0)
+        fixed = f"{_text(node.value)}[{', '.join(['...', *(_text(e) for e in rest)])}]"
+        yield Edit(i, "leading_axes", apply, f"`{fixed}` in place of `{_text(node)}`",
+                   "a `:` in front counts on exactly that many leading axes (a batch). The input may come with "
+                   "none or with several: `...` stands for whatever leading axes there are.")
+
+
+def _dot(i, node, fdef):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dot" \
+            and isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy"):
+        def apply(n, tree):
+            n.func.attr = "matmul"
+            return True
+        yield Edit(i, "dot", apply, f"`np.matmul` (@) in place of `np.dot` in `{_text(node)}`",
+                   "np.dot of arrays with more than two axes is not a batched product: it pairs every batch with "
+                   "every other. @ (np.matmul) multiplies batch by batch.")
+
+
+def _transpose(i, node, fdef):
+    if isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.ctx, ast.Load):
+        def apply(n, tree):
+            parent = _parent(tree, n)
+            call = ast.Call(ast.Attribute(n.value, "swapaxes", ast.Load()), [_int_node(-1), _int_node(-2)], [])
+            return parent is not None and _replace_child(parent, n, call)
+        yield Edit(i, "transpose", apply, f"`{_text(node.value)}.swapaxes(-1, -2)` in place of `{_text(node)}`",
+                   ".T reverses every axis; with a batch in front only the last two should swap "
+                   "(np.swapaxes(x, -1, -2), or x.mT in torch).")
+
+
+def _pair(i, node, fdef):
+    if isinstance(node, ast.Attribute) and node.attr in _PAIRS and isinstance(node.ctx, ast.Load):
+        other = _PAIRS[node.attr]
+
+        def apply(n, tree, other=other):
+            n.attr = other
+            return True
+        yield Edit(i, "instead", apply, f"`{_text(node.value)}.{other}` in place of `{_text(node)}`",
+                   f"{node.attr} and {other} are easy to exchange; the formula has {other} here.")
+
+
+def _sort(i, node, fdef):
+    if isinstance(node, ast.Call) and _callee(node) in ("sort", "argsort") and node.args \
+            and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id in ("np", "numpy"):
+        def apply(n, tree):
+            n.args[0] = ast.UnaryOp(ast.USub(), n.args[0])
+            if _callee(n) == "sort":
+                parent = _parent(tree, n)
+                return parent is not None and _replace_child(parent, n, ast.UnaryOp(ast.USub(), n))
+            return True
+        yield Edit(i, "order", apply, f"the largest first in `{_text(node)}` (sort -x)",
+                   "np.sort and np.argsort order from the smallest up; the largest come first when you sort -x "
+                   "(or read the ascending order from the end).")
+
+
+_FLIP = {ast.Add: (ast.Sub, "+", "-"), ast.Sub: (ast.Add, "-", "+"), ast.Mult: (ast.Div, "*", "/"),
+         ast.Div: (ast.Mult, "/", "*")}
+
+
+def _flip(i, node, fdef):
+    if isinstance(node, ast.BinOp) and type(node.op) in _FLIP:
+        new, old_text, new_text = _FLIP[type(node.op)]
+
+        def apply(n, tree, new=new):
+            n.op = new()
+            return True
+        what = "a sign" if old_text in "+-" else "a product for a quotient" if old_text == "*" else "a quotient for a product"
+        yield Edit(i, "operator", apply, f"`{new_text}` in place of `{old_text}` in `{_text(node)}`",
+                   f"{what}: the formula has `{new_text}` there.")
+
+
+def _off_by_one(i, node, fdef):
+    k = _const_int(node)
+    if k is None:
+        return
+    if isinstance(node, ast.Constant) and _inside_unary(fdef, node) or id(node) in _axis_values(fdef):
+        return
+    where = ("where a slice starts, stops or steps" if any(isinstance(p, ast.Slice) and node in (p.lower, p.upper, p.step)
+                                                         for p in ast.walk(fdef))
+             else "in a count, an index, or where a range or a step count starts")
+    for new in (k + 1, k - 1):
+        def apply(n, tree, new=new):
+            parent = _parent(tree, n)
+            return parent is not None and _replace_child(parent, n, _int_node(new))
+        yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", f"a number one off, {where}.")
+
+
+def _inside_unary(fdef, node):
+    return any(isinstance(p, ast.UnaryOp) and p.operand is node for p in ast.walk(fdef))
+
+
+def _axis_values(fdef):
+    """The ids of the nodes that are axis arguments (the axis edits try those)."""
+    ids = set()
+    for call in (n for n in ast.walk(fdef) if isinstance(n, ast.Call)):
+        for slot in _axis_slots(call):
+            value = slot.value if isinstance(slot, ast.keyword) else call.args[slot]
+            ids |= {id(v) for v in ast.walk(value)}
+    return ids
+
+
+# -- where a node sits -----------------------------------------------------------------------------------
+def _parent(tree, child):
+    for node in ast.walk(tree):
+        for name, value in ast.iter_fields(node):
+            if value is child or isinstance(value, list) and any(v is child for v in value):
+                return node
+    return None
+
+
+def _replace_child(parent, old, new):
+    """Put `new` where `old` is among `parent`'s fields; False when it is not there."""
+    for name, value in ast.iter_fields(parent):
+        if value is old:
+            setattr(parent, name, new)
+            return True
+        if isinstance(value, list):
+            for k, v in enumerate(value):
+                if v is old:
+                    value[k] = new
+                    return True
+    return False
+
+
+EXPRESSION_KINDS = [_floordiv, _compare, _axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort, _flip, _off_by_one]

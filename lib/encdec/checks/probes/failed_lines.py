@@ -1,0 +1,164 @@
+"""Errors that are not about two shapes meeting, read from the student's failing line like shapes.py reads a
+shape error: an index with more axes than the array has (a batch axis taken for granted), a slice assigned
+a value of another length (an odd size split in halves), None used as an array (an optional argument not
+given), and a tuple used as an array (a call that returns two values, not unpacked). Each names the
+variable, its shape or value, and the usual cause, in the student's names. Always on, after the repair.
+"""
+
+import ast
+import linecache
+import re
+import traceback
+
+from .base import Probe
+from .shapes import _parsed, _resolve, _student_frame
+
+
+def failing_line(exc):
+    """(frame, the failing line's text, its syntax tree) of the student's last frame in the traceback, or None."""
+    tb = _student_frame(exc)
+    if tb is None:
+        return None
+    entry = traceback.extract_tb(tb, limit=1)[0]
+    raw = (linecache.getline(entry.filename, entry.lineno) or entry.line or "").strip()
+    tree = _parsed(raw.removeprefix("return ").rstrip(":"), raw)
+    return (tb.tb_frame, raw, tree) if tree is not None else None
+
+
+def _indexed(subscript):
+    """How many axes an index takes (None and ... take none)."""
+    elts = subscript.slice.elts if isinstance(subscript.slice, ast.Tuple) else [subscript.slice]
+    return sum(1 for e in elts if not (isinstance(e, ast.Constant) and e.value in (None, Ellipsis)))
+
+
+class TooManyIndices(Probe):
+    """`targets[:, :-1]` on one sequence (m,): the index takes a batch axis the input does not have."""
+
+    kind = "indexing"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        if not isinstance(exc, IndexError) or "too many indices" not in str(exc):
+            return None
+        found = failing_line(exc)
+        if found is None:
+            return None
+        frame, line, tree = found
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Subscript):
+                a = _resolve(node.value, frame)
+                if a is not None and _indexed(node) > a.ndim:
+                    name = ast.unparse(node.value)
+                    return self.finding(attempt, "too_many_indices", (
+                        f"`{ast.unparse(node)}` indexes {_indexed(node)} axes, but `{name}` has shape {a.shape}: "
+                        f"{a.ndim} axis{'es' if a.ndim != 1 else ''}, without the leading (batch) axis the line counts "
+                        "on. Inputs come with any number of leading axes (the docstring's `...`): index from the end, "
+                        "with `...` for whatever leads (`x[..., :-1]`), and give axes as negative numbers."))
+        return None
+
+
+_INTO = re.compile(r"could not broadcast input array from shape \(([\d, ]*)\) into shape \(([\d, ]*)\)")
+
+
+def _slice_count(s, size):
+    try:
+        return len(range(size)[slice(*(None if p is None else int(ast.literal_eval(ast.unparse(p)))
+                                       for p in (s.lower, s.upper, s.step)))])
+    except Exception:
+        return None
+
+
+class SliceAssignment(Probe):
+    """`PE[:, 1::2] = np.cos(angles)` where the value has one column more than the slice: with an odd size,
+    `0::2` takes one entry more than `1::2`."""
+
+    kind = "slice_assignment"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        match = _INTO.search(str(exc)) if isinstance(exc, ValueError) else None
+        found = failing_line(exc) if match else None
+        if found is None:
+            return None
+        frame, line, tree = found
+        value_shape = tuple(int(x) for x in match.group(1).replace(" ", "").split(",") if x)
+        target_shape = tuple(int(x) for x in match.group(2).replace(" ", "").split(",") if x)
+        assign = next((n for n in ast.walk(tree) if isinstance(n, ast.Assign)), None)
+        target = assign.targets[0] if assign is not None else None
+        if not isinstance(target, ast.Subscript):
+            return None
+        base = _resolve(target.value, frame)
+        if base is None:
+            return None
+        elts = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+        said = (f"`{ast.unparse(target)}` has shape {target_shape} and the value written into it has shape "
+                f"{value_shape}. ")
+        for axis, e in enumerate(elts):
+            if isinstance(e, ast.Slice) and e.step is not None and axis < base.ndim:
+                size = base.shape[axis]
+                count = _slice_count(e, size)
+                if count is not None and size % 2 == 1:
+                    said += (f"Along axis {axis} (size {size}, odd), `{ast.unparse(e)}` takes {count} entries: with an "
+                             f"odd size, `0::2` takes {(size + 1) // 2} and `1::2` takes {size // 2}. Make the value as "
+                             "long as the slice it fills (compute it for that slice's own positions, or cut it).")
+                    return self.finding(attempt, "odd_size", said)
+        said += "Make the value the shape of the slice it fills (count what each slice takes)."
+        return self.finding(attempt, "shapes", said)
+
+
+class NoneOperand(Probe):
+    """`scores + mask` with mask=None: an optional argument used without checking that it was given."""
+
+    kind = "none"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        if not isinstance(exc, (TypeError, AttributeError)) or "NoneType" not in str(exc):
+            return None
+        found = failing_line(exc)
+        if found is None:
+            return None
+        frame, line, tree = found
+        code = frame.f_code
+        params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in frame.f_locals and frame.f_locals[node.id] is None:
+                if node.id in params:
+                    return self.finding(attempt, "optional_argument", (
+                        f"`{node.id}` is None here (the call gave no {node.id}: None is its default), and "
+                        f"`{line.removeprefix('return ')}` cannot use None as an array. Use it only when it is given: "
+                        f"`if {node.id} is not None: ...`."))
+                return self.finding(attempt, "none_value", (
+                    f"`{node.id}` is None on that line: it was made by something that returns nothing (a function "
+                    "without `return`, or a method that works in place, such as list.sort)."))
+        return None
+
+
+class TupleOperand(Probe):
+    """`x = block(x, ...)` where the block returns (output, weights): x is then a tuple, not an array."""
+
+    kind = "tuple"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        if exc is None:
+            return None
+        found = failing_line(exc)
+        if found is None:
+            return None
+        frame, line, tree = found
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(frame.f_locals.get(node.id), tuple):
+                value = frame.f_locals[node.id]
+                shapes = [tuple(getattr(v, "shape", ())) for v in value if hasattr(v, "shape")]
+                if not shapes or len(shapes) != len(value):
+                    continue
+                listed = " and ".join(str(s) for s in shapes)
+                return self.finding(attempt, "not_unpacked", (
+                    f"`{node.id}` is a tuple of {len(value)} arrays (shapes {listed}), not an array: the call that "
+                    f"made it returns more than one value (a block or an attention returns its output and its "
+                    f"weights). Unpack it where it is made: `{node.id}, _ = ...`."))
+        return None
+
+
+FAILED_LINE_PROBES = [TooManyIndices(), SliceAssignment(), NoneOperand(), TupleOperand()]

@@ -1,0 +1,178 @@
+"""The edits of an answer's code that move or exchange whole pieces, tried by the repair probe after the
+one-token edits of edits.py: two arguments of a call in each other's place, a call around a value that
+should not be there, a statement in another order, out of or into a loop, one too many, and a variable
+read where another belongs. Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
+"""
+
+import ast
+
+from .edits import _NOT_WRAPPERS, Edit, _parent, _replace_child, _text
+
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)
+
+
+def _movable(stmt):
+    """A statement the moves may take: an assignment or a call, not a docstring."""
+    return isinstance(stmt, _SIMPLE) and not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+
+
+def _bodies(node):
+    """The statement lists a node holds (a function's, a loop's, an if's and its else's)."""
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(node, name, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            yield name
+
+
+def _swap_arguments(i, node, fdef):
+    if not isinstance(node, ast.Call):
+        return
+    named = [k for k in node.keywords if k.arg and isinstance(k.value, (ast.Name, ast.Attribute))]
+    for a in range(len(named)):
+        for b in range(a + 1, len(named)):
+            first, second = named[a].arg, named[b].arg
+
+            def apply(n, tree, first=first, second=second):
+                kws = {k.arg: k for k in n.keywords}
+                kws[first].value, kws[second].value = kws[second].value, kws[first].value
+                return True
+            yield Edit(i, "arguments", apply,
+                       f"`{first}={_text(named[b].value)}` and `{second}={_text(named[a].value)}` in `{_text(node)}`",
+                       f"the values given as {first} and {second} are in each other's place.")
+    plain = [k for k, arg in enumerate(node.args) if isinstance(arg, (ast.Name, ast.Attribute))]
+    for a in range(len(plain)):
+        for b in range(a + 1, len(plain)):
+            p, q = plain[a], plain[b]
+
+            def apply(n, tree, p=p, q=q):
+                n.args[p], n.args[q] = n.args[q], n.args[p]
+                return True
+            yield Edit(i, "arguments", apply,
+                       f"`{_text(node.args[q])}` and `{_text(node.args[p])}` exchanged in `{_text(node)}`",
+                       f"`{_text(node.args[p])}` and `{_text(node.args[q])}` are in each other's place in that call "
+                       "(the order of its parameters is in its docstring).")
+
+
+def _unwrap(i, node, fdef):
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if not name or name in _NOT_WRAPPERS or isinstance(node.args[0], ast.Starred):
+            return
+
+        def apply(n, tree):
+            parent = _parent(tree, n)
+            return parent is not None and _replace_child(parent, n, n.args[0])
+        yield Edit(i, "extra_call", apply, f"`{_text(node.args[0])}` in place of `{_text(node)}`",
+                   f"the `{_text(node.func)}(...)` around `{_text(node.args[0])}` is a step the formula does not "
+                   "take there.")
+
+
+def _unpack(i, node, fdef):
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+            and isinstance(node.value, ast.Call):
+        name = node.targets[0].id
+
+        def apply(n, tree):
+            n.targets = [ast.Tuple([ast.Name(name, ast.Store()), ast.Name("_", ast.Store())], ast.Store())]
+            return True
+        yield Edit(i, "unpack", apply, f"`{name}, _ = {_text(node.value)}`",
+                   f"the call returns two values (an output and its weights): `{name}` keeps both as a tuple, where "
+                   "the next steps need the first alone.")
+
+
+def _drop_term(i, node, fdef):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        sign = "+" if isinstance(node.op, ast.Add) else "-"
+        for side in ("right", "left"):
+            kept = node.left if side == "right" else node.right
+            if side == "left" and sign == "-":
+                continue
+            dropped = getattr(node, side)
+
+            def apply(n, tree, side=side):
+                parent = _parent(tree, n)
+                keep = n.left if side == "right" else n.right
+                return parent is not None and _replace_child(parent, n, keep)
+            yield Edit(i, "extra_term", apply, f"`{_text(kept)}` in place of `{_text(node)}`",
+                       f"`{_text(dropped)}` is a term the formula does not add there.")
+
+
+def _statements(i, node, fdef):
+    for field in _bodies(node):
+        body = getattr(node, field)
+        for k, stmt in enumerate(body):
+            nxt = body[k + 1] if k + 1 < len(body) else None
+            if _movable(stmt) and nxt is not None and _movable(nxt):
+                def apply(n, tree, field=field, k=k):
+                    lst = getattr(n, field)
+                    lst[k], lst[k + 1] = lst[k + 1], lst[k]
+                    return True
+                yield Edit(i, "order", apply, f"line {nxt.lineno} before line {stmt.lineno}",
+                           f"`{_text(stmt)}` and `{_text(nxt)}` run in the other order in the right computation: "
+                           "the second needs what the first would change.", stmt.lineno)
+            if isinstance(stmt, (ast.For, ast.While)) and stmt.body and _movable(stmt.body[-1]):
+                last = stmt.body[-1]
+
+                def apply(n, tree, field=field, k=k):
+                    lst = getattr(n, field)
+                    loop = lst[k]
+                    if len(loop.body) < 2:
+                        return False
+                    lst.insert(k + 1, loop.body.pop())
+                    return True
+                yield Edit(i, "loop", apply, f"`{_text(last)}` after the loop, once",
+                           "it runs in every pass of the loop; the formula takes that step once, after the loop.",
+                           last.lineno)
+            if isinstance(stmt, (ast.For, ast.While)) and nxt is not None and _movable(nxt):
+                def apply(n, tree, field=field, k=k):
+                    lst = getattr(n, field)
+                    lst[k].body.append(lst.pop(k + 1))
+                    return True
+                yield Edit(i, "loop", apply, f"`{_text(nxt)}` inside the loop, in every pass",
+                           "it runs once, after the loop; the formula takes that step in every pass.", nxt.lineno)
+
+
+def _left_out(i, node, fdef):
+    for field in _bodies(node):
+        body = getattr(node, field)
+        for k, stmt in enumerate(body):
+            if _movable(stmt) and len(body) > 1:
+                def apply(n, tree, field=field, k=k):
+                    lst = getattr(n, field)
+                    del lst[k]
+                    return True
+                yield Edit(i, "extra_step", apply, f"line {stmt.lineno} left out",
+                           f"`{_text(stmt)}` is a step the right computation does not take (done twice, or not at all "
+                           "in the formula).", stmt.lineno)
+
+
+def _arrays_before(fdef, lineno):
+    """The parameters and the names the function assigns on lines before `lineno`."""
+    names = [a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs) if a.arg != "self"]
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.lineno < lineno \
+                and node.id not in names:
+            names.append(node.id)
+    return names
+
+
+def _instead(i, node, fdef):
+    if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+        return
+    called = any(isinstance(c, ast.Call) and c.func is node for c in ast.walk(fdef))
+    if called:
+        return
+    for other in _arrays_before(fdef, node.lineno):
+        if other == node.id:
+            continue
+
+        def apply(n, tree, other=other):
+            n.id = other
+            return True
+        yield Edit(i, "variable", apply, f"`{other}` in place of `{node.id}`",
+                   f"it reads `{node.id}` where the formula uses the value in `{other}`.")
+
+
+# moves and exchanges first; what removes a step (which can also undo a right step that a second slip
+# needs) after them, and another variable last
+STATEMENT_KINDS = [_swap_arguments, _unpack, _statements, _unwrap, _drop_term, _left_out, _instead]

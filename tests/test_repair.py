@@ -1,0 +1,312 @@
+"""The repair probe (encdec.checks.probes.repair): the one edit of the answer's own code that makes it right on
+every case of the part, named with its line. Each kind of edit is proven on a slip written as a student would
+write it, against a reference written another way; two slips, a right answer and an answer no single edit
+mends give nothing; a copy that loops forever is stopped within the budget. Then the error probes of
+failed_lines.py, each on its own (the repair switched off), and both inside the real checkers with the
+catalog emptied."""
+
+import contextlib
+import io
+import time
+
+import numpy as np
+import pytest
+
+from encdec.checks import lesson01, lesson02, lesson03, probes
+from encdec.checks.core import Attempt, Case, run_student
+from encdec.checks.probes import judging
+from encdec.checks.probes.repair import repair
+
+
+def attempt_for(student, reference, cases):
+    first, *others = cases
+    outcome = run_student(student, first.args, first.kwargs)
+    return Attempt("answer", first, got=outcome.value, expected=reference(*first.args, **first.kwargs),
+                   error=outcome.error, student=student, reference=reference, others=tuple(others))
+
+
+r = np.random.default_rng(3)
+X2 = [Case("a (3, 5) matrix", (r.normal(size=(3, 5)),)), Case("a (2, 4, 6) batch", (r.normal(size=(2, 4, 6)),))]
+
+
+# -- references, written once ---------------------------------------------------------------------------------
+def ref_softmax(x):
+    z = np.exp(x - x.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+def ref_warmup(step, warmup):
+    return 0.1 * min(1.0, step / warmup)
+
+
+def ref_lengths(tokens):
+    return np.ones(tokens.shape[:-1]) * tokens.shape[-1]
+
+
+def ref_top2(x):
+    return np.sort(x, axis=-1)[..., ::-1][..., :2]
+
+
+def ref_gram(x):
+    return np.matmul(x, np.swapaxes(x, -1, -2))
+
+
+# -- slips, one edit away ---------------------------------------------------------------------------------------
+def slip_floor(step, warmup):
+    return 0.1 * min(1.0, step // warmup)
+
+
+def slip_axis(x):
+    z = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return z / np.sum(z, axis=0, keepdims=True)
+
+
+def slip_keepdims(x):
+    z = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return z / np.sum(z, axis=-1)
+
+
+def slip_len(tokens):
+    n = len(tokens)
+    return np.full(tokens.shape[:-1], float(n))
+
+
+def slip_ascending(x):
+    order = np.argsort(x, axis=-1)
+    return np.take_along_axis(x, order, axis=-1)[..., :2]
+
+
+def slip_transpose(x):
+    return x @ x.T
+
+
+def ref_centred(x):
+    return x - x.mean(axis=-1, keepdims=True)
+
+
+def slip_sign(x):
+    return x + np.mean(x, axis=-1, keepdims=True)
+
+
+def slip_order(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    z = np.exp(x - m)
+    z = z / total  # noqa: F821 - used before it is made, one line too early
+    total = np.sum(z, axis=-1, keepdims=True)
+    return z
+
+
+def ref_norm(x):
+    return np.sqrt(np.sum(x ** 2, axis=-1))
+
+
+def slip_loop(x):
+    total = np.zeros(x.shape[:-1])
+    for k in range(x.shape[-1]):
+        total = total + x[..., k] ** 2
+        total = np.sqrt(total)
+    return total
+
+
+def slip_step_twice(x):
+    c = x - np.mean(x, axis=-1, keepdims=True)
+    c = c / np.std(x, axis=-1, keepdims=True)  # a step of another formula (a layer norm's)
+    return c
+
+
+def slip_variable(x):
+    shifted = x - np.max(x, axis=-1, keepdims=True)
+    z = np.exp(x)
+    return np.exp(shifted) / np.sum(z, axis=-1, keepdims=True)
+
+
+SCHEDULE = [Case("step 3 of 10", (3, 10)), Case("step 10 of 10", (10, 10)), Case("step 7 of 4", (7, 4))]
+TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones((3, 2, 7)),))]
+
+
+@pytest.mark.parametrize("slip,reference,cases,kind,words", [
+    (slip_floor, ref_warmup, SCHEDULE, "integer_division", "`/` in place of `//`"),
+    (slip_axis, ref_softmax, X2, "axis", "axis=-1 in place of axis=0"),
+    (slip_keepdims, ref_softmax, X2, "keepdims", "keepdims=True added"),
+    (slip_len, ref_lengths, TOKENS, "length", "`tokens.shape[-1]` in place of `len(tokens)`"),
+    (slip_ascending, ref_top2, X2, "order", "the largest first"),
+    (slip_transpose, ref_gram, X2[1:] + [Case("(2, 3, 3, 4)", (r.normal(size=(2, 3, 3, 4)),))], "transpose",
+     "`x.swapaxes(-1, -2)` in place of `x.T`"),
+    (slip_sign, ref_centred, X2, "operator", "`-` in place of `+`"),
+    (slip_step_twice, ref_centred, X2, "extra_step", "left out"),
+    (slip_order, ref_softmax, X2, "order", "before line"),
+    (slip_loop, ref_norm, X2, "loop", "`total = np.sqrt(total)` after the loop, once"),
+    (slip_variable, ref_softmax, X2, "variable", "`shifted` in place of `x`"),
+], ids=["floor", "axis", "keepdims", "len", "ascending", "transpose", "sign", "step-twice", "swapped-lines",
+                       "loop", "variable"])
+def test_one_edit_names_the_line_and_the_change(slip, reference, cases, kind, words):
+    found = repair(attempt_for(slip, reference, cases), seconds=5)
+    assert found is not None, slip.__name__
+    assert words in found.diagnosis, found.diagnosis
+    if found.key != f"repair:{kind}":  # another single change mends it too: then both are said
+        assert found.diagnosis.startswith("Either of two single changes"), found.diagnosis
+    else:
+        assert "On line " in found.diagnosis and "that one change is the fix" in found.diagnosis
+
+
+def test_an_edit_must_mend_every_case_of_the_part():
+    """`//` mends step 10 of 10 alone (1 // 1): a part where nothing mends every case names nothing."""
+    def two_slips(step, warmup):
+        return 0.2 * min(1.0, step // warmup)
+    assert repair(attempt_for(two_slips, ref_warmup, SCHEDULE), seconds=5) is None
+
+
+def test_nothing_to_repair_in_a_right_answer_written_another_way():
+    def mine(x):
+        e = np.exp(x - x.max(-1)[..., None])
+        return e / e.sum(-1)[..., None]
+    assert repair(attempt_for(mine, ref_softmax, X2), seconds=5) is None
+
+
+def test_a_copy_that_loops_forever_is_stopped_within_the_budget():
+    def counted(step, warmup):
+        i = 0
+        while i < step:
+            i += 1
+        return 0.1 * min(1.0, i // warmup)  # fixed by `/`; an edit of `i += 1` loops forever
+    start = time.perf_counter()
+    found = repair(attempt_for(counted, ref_warmup, SCHEDULE), seconds=0.5)
+    assert time.perf_counter() - start < 2.0
+    assert found is None or found.key == "repair:integer_division"
+
+
+# -- inside the checkers, the catalog emptied ---------------------------------------------------------------------
+@pytest.fixture
+def no_catalog(monkeypatch):
+    from encdec.mistakes import CATALOG
+
+    def empty(*names):
+        for name in names:
+            monkeypatch.setitem(CATALOG.entries, name, [])
+    return empty
+
+
+def feedback(checker, answer):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        score = checker(answer, hidden=True)
+    return float(score), out.getvalue()
+
+
+def decoder_mask(tgt_in, pad_id):
+    from encdec.attention import create_causal_mask, padding_mask
+    m = len(tgt_in)
+    return create_causal_mask(m) + padding_mask(tgt_in, pad_id)
+
+
+def padding_mask_2d(tokens, pad_id=0):
+    mask = np.where(tokens == pad_id, -np.inf, 0.0)
+    return mask[:, None, None, :]
+
+
+def sinusoidal_odd(n, d):
+    pos = np.arange(n)[:, None]
+    angles = pos / (10000 ** (np.arange(0, d, 2)[None, :] / d))
+    PE = np.zeros((n, d))
+    PE[:, 0::2] = np.sin(angles)
+    PE[:, 1::2] = np.cos(angles)
+    return PE
+
+
+def test_the_checker_names_the_edit(no_catalog):
+    no_catalog("decoder_mask", "padding_mask")
+    score, text = feedback(lesson03.check_decoder_mask, decoder_mask)
+    assert score < 2 and "`tgt_in.shape[-1]` in place of `len(tgt_in)`" in text, text
+    score, text = feedback(lesson02.check_padding_mask, padding_mask_2d)
+    assert score < 2 and "`mask[..., None, None, :]` in place of `mask[:, None, None, :]`" in text, text
+
+
+class _Silent(probes.Probe):
+    def find(self, attempt, probes):
+        return None
+
+
+def test_the_failed_line_probes_on_their_own(no_catalog, monkeypatch):
+    """With the repair switched off: the index, the slice, the None and the tuple are each explained."""
+    monkeypatch.setattr(judging, "REPAIR", _Silent())
+    no_catalog("padding_mask", "sinusoidal_positions", "cross_attention")
+    _, text = feedback(lesson02.check_padding_mask, padding_mask_2d)
+    assert "`mask[:, None, None, :]` indexes 2 axes, but `mask` has shape (6,)" in text, text
+    _, text = feedback(lesson01.check_sinusoidal_positions, sinusoidal_odd)
+    assert "Along axis 1 (size 7, odd), `1::2` takes 3 entries" in text, text
+
+    from encdec.checks import lesson04
+
+    def cross_attention(Q, K, V, mask=None):
+        from encdec.attention import softmax
+        scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+        weights = softmax(scores + mask, axis=-1)
+        return weights @ V, weights
+    _, text = feedback(lesson04.check_cross_attention, cross_attention)
+    assert "`mask` is None here" in text and "if mask is not None" in text, text
+
+
+def test_a_tuple_used_as_an_array_is_named():
+    def decode_step(x, W):
+        x = (x @ W, np.ones(3))  # a layer that returns (output, weights), kept whole
+        return x @ W, None
+
+    def reference(x, W):
+        return x @ W @ W, None
+    cases = [Case("(3, 4)", (r.normal(size=(3, 4)), r.normal(size=(4, 4))))]
+    attempt = attempt_for(decode_step, reference, cases)
+    from encdec.checks.probes.failed_lines import TupleOperand
+    found = TupleOperand().find(attempt, None)
+    assert found is not None and "`x` is a tuple of 2 arrays (shapes (3, 4) and (3,))" in found.diagnosis
+
+
+def test_pieces_joined_along_the_wrong_axis():
+    from encdec.checks.probes import explain_shape
+    said = explain_shape((6, 1, 5), (2, 3, 5))
+    assert "laid out along axis 0" in said and "belong along axis 1" in said
+    assert "joined" not in explain_shape((3, 5), (5, 3))  # a transpose is told as such
+
+
+# -- a second slip behind a missing ban (9.1) ----------------------------------------------------------------------
+def greedy_no_ban_eos_overwritten(model, src, bos_id, eos_id, max_len):
+    src = np.asarray(src)
+    single = src.ndim == 1
+    src2 = src[None] if single else src
+    H_enc, src_mask = model.encode(src2)
+    tgt = np.full((src2.shape[0], 1), bos_id, dtype=np.int64)
+    done = np.zeros(src2.shape[0], dtype=bool)
+    for _ in range(max_len):
+        nxt = model.decode(tgt, H_enc, src_mask)[:, -1].argmax(-1)
+        done |= nxt == eos_id
+        nxt = np.where(done, model.config.pad_id, nxt)
+        tgt = np.concatenate([tgt, nxt[:, None]], axis=1)
+        if done.all():
+            break
+    return tgt[0, 1:] if single else tgt[:, 1:]
+
+
+def greedy_no_ban_only(model, src, bos_id, eos_id, max_len):
+    src = np.asarray(src)
+    single = src.ndim == 1
+    src2 = src[None] if single else src
+    H_enc, src_mask = model.encode(src2)
+    tgt = np.full((src2.shape[0], 1), bos_id, dtype=np.int64)
+    done = np.zeros(src2.shape[0], dtype=bool)
+    for _ in range(max_len):
+        nxt = model.decode(tgt, H_enc, src_mask)[:, -1].argmax(-1)
+        nxt = np.where(done, model.config.pad_id, nxt)
+        done |= nxt == eos_id
+        tgt = np.concatenate([tgt, nxt[:, None]], axis=1)
+        if done.all():
+            break
+    return tgt[0, 1:] if single else tgt[:, 1:]
+
+
+def test_a_second_slip_behind_a_missing_ban_is_named_in_a_note():
+    from encdec.checks import lesson09
+    score, text = feedback(lesson09.check_greedy_decode, greedy_no_ban_eos_overwritten)
+    assert score < 3
+    assert "note: behind that, a second slip" in text and "line" in text and "run in the other order" in text, text
+    score, text = feedback(lesson09.check_greedy_decode, greedy_no_ban_only)
+    assert score < 3 and "banned" in text
+    assert "second slip" not in text, text  # nothing else is wrong: no second note
