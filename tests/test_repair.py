@@ -310,3 +310,50 @@ def test_a_second_slip_behind_a_missing_ban_is_named_in_a_note():
     score, text = feedback(lesson09.check_greedy_decode, greedy_no_ban_only)
     assert score < 3 and "banned" in text
     assert "second slip" not in text, text  # nothing else is wrong: no second note
+
+
+def test_a_copy_cannot_take_the_machines_memory():
+    """Inside a copy's run, what the process may allocate is capped (a copy that builds something huge fails
+    with a MemoryError, which counts as that copy being wrong); the cap is lifted after."""
+    from encdec.checks.probes.repair import _memory_capped
+    with _memory_capped():
+        with pytest.raises(MemoryError):
+            np.ones(2 ** 30)  # 8 GiB
+    assert np.ones(2 ** 27).sum() == 2 ** 27  # 1 GiB, after: the cap is gone
+
+
+# -- Lesson 10: through a checker's wrapper (10.2) and through parts decided by observing the run (10.5) ----------
+def test_lesson10_repairs_through_a_wrapper_and_through_observed_parts(no_catalog):
+    pytest.importorskip("torch")
+    from encdec.checks import lesson10
+    no_catalog("lr_at", "exact_match")
+
+    def lr_at(step, peak_lr, warmup_steps, total_steps, min_lr):
+        import math
+        if step <= warmup_steps:
+            return peak_lr * (step // warmup_steps)
+        if step >= total_steps:
+            return min_lr
+        progress = (step - warmup_steps) / (total_steps - warmup_steps)
+        return min_lr + (peak_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress))
+    score, text = feedback(lesson10.check_lr_at, lr_at)
+    assert score < 2 and "`/` in place of `//`" in text, text
+
+    def exact_match(model, src, tgt, bos_id, eos_id, max_len):
+        import torch
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+        finally:
+            model.train(was_training)
+        pad = model.config.pad_id
+        width = max(pred.shape[1], tgt.shape[1])
+        pred = torch.nn.functional.pad(pred, (0, width - pred.shape[1]), value=pad)
+        target = torch.nn.functional.pad(tgt, (0, width - tgt.shape[1]), value=pad)
+        is_eos = target == eos_id
+        compared = ((is_eos.cumsum(dim=1) - is_eos.long()) == 0) & (target != pad)
+        return ((pred == target) | ~compared).any(dim=1).double().mean().item()
+    score, text = feedback(lesson10.check_exact_match, exact_match)
+    assert score < 2 and "`((pred == target) | ~compared).all` in place of" in text, text

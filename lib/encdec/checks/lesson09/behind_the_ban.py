@@ -11,7 +11,7 @@ from ..core import Attempt, Case, compare, diagnose
 from ..probes import explain_shape, find_slip
 
 FAR_BELOW = -1e9
-REPAIR_SECONDS = 3.0  # for this second look only, so only after a ban was named
+REPAIR_SECONDS = 1.0  # for this second look only, so only after a ban was named
 
 
 def bans_named(checker):

@@ -43,6 +43,12 @@ def _text(node):
         return "?"
 
 
+def _atom(node):
+    """The node's text, in parentheses where an attribute after it would bind to a part of it."""
+    text = _text(node)
+    return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)) else f"({text})"
+
+
 def _const_int(node):
     """The int a node writes (3, -1), or None."""
     if isinstance(node, ast.Constant) and type(node.value) is int:
@@ -217,7 +223,7 @@ def _transpose(i, node, fdef):
             parent = _parent(tree, n)
             call = ast.Call(ast.Attribute(n.value, "swapaxes", ast.Load()), [_int_node(-1), _int_node(-2)], [])
             return parent is not None and _replace_child(parent, n, call)
-        yield Edit(i, "transpose", apply, f"`{_text(node.value)}.swapaxes(-1, -2)` in place of `{_text(node)}`",
+        yield Edit(i, "transpose", apply, f"`{_atom(node.value)}.swapaxes(-1, -2)` in place of `{_text(node)}`",
                    ".T reverses every axis; with a batch in front only the last two should swap "
                    "(np.swapaxes(x, -1, -2), or x.mT in torch).")
 
@@ -229,7 +235,7 @@ def _pair(i, node, fdef):
         def apply(n, tree, other=other):
             n.attr = other
             return True
-        yield Edit(i, "instead", apply, f"`{_text(node.value)}.{other}` in place of `{_text(node)}`",
+        yield Edit(i, "instead", apply, f"`{_atom(node.value)}.{other}` in place of `{_text(node)}`",
                    f"{node.attr} and {other} are easy to exchange; the formula has {other} here.")
 
 

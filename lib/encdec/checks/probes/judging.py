@@ -6,10 +6,12 @@ order. The first that names one wins; none of them changes the score.
 2. an output whose shape says that pieces were joined along the wrong axis (shapes.joined): the repair,
    else that, before anything that reads the output's values (rows summing to 3 are that slip's effect);
    otherwise the exercise's own probes, in the order it declares them (exact variants first, properties last);
-3. the repair (repair.py), always on: the one small edit of the answer's own code that makes it right on
-   every case of the part;
-4. the error probes, always on: an index, a slice, a None or a tuple on the failing line
-   (failed_lines.FAILED_LINE_PROBES), then a failed operation's arrays and step (shapes.ERROR_PROBES);
+3. an error read from the failing line, always on: an index with too many axes, a slice given a value of
+   another length, None or a tuple used as an array (failed_lines.FAILED_LINE_PROBES): each names its
+   cause, where an edit that happens to mend the part's cases (dropping `+ mask` where every case's mask
+   is None) would not;
+4. the repair (repair.py), always on: the one small edit of the answer's own code that makes it right on
+   every case of the part; then a failed operation's arrays and step (shapes.ERROR_PROBES);
 5. the tracer (divergence.locate, called by the checker last): the first line of the answer whose value
    leaves the right computation, when the answer returned a wrong value and nothing above named why.
 """
@@ -29,7 +31,7 @@ def find_slip(probes, attempt):
     wrong_axis = _joined(attempt)
     if wrong_axis is not None:
         return REPAIR.safe_find(attempt, probes) or wrong_axis
-    for probe in [*probes.probes, REPAIR, *FAILED_LINE_PROBES, *ERROR_PROBES]:
+    for probe in [*probes.probes, *FAILED_LINE_PROBES, REPAIR, *ERROR_PROBES]:
         finding = probe.safe_find(attempt, probes)
         if finding is not None:
             return finding

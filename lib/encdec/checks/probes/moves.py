@@ -162,8 +162,10 @@ def _instead(i, node, fdef):
     called = any(isinstance(c, ast.Call) and c.func is node for c in ast.walk(fdef))
     if called:
         return
+    owners = {c.func.value.id for c in ast.walk(fdef) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+              and isinstance(c.func.value, ast.Name) and any(node is a for a in ast.walk(c) if a is not c.func.value)}
     for other in _arrays_before(fdef, node.lineno):
-        if other == node.id:
+        if other == node.id or other in owners:  # outs.append(outs): a list holding itself
             continue
 
         def apply(n, tree, other=other):

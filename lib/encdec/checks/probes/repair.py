@@ -14,10 +14,12 @@ forever; it never raises, never prints, and never changes a score.
 """
 
 import ast
+import contextlib
 import copy
 import dataclasses
 import inspect
 import linecache
+import resource
 import sys
 import textwrap
 import time
@@ -38,14 +40,30 @@ class _OutOfTime(Exception):
 
 
 def _target(student):
-    """(the function whose source is the answer, a binder that makes an edited copy callable like the answer)."""
+    """(the function whose source is the answer, a binder that makes an edited copy callable like the answer):
+    the answer itself, its method, or the answer inside a checker's wrapper (a closure holding it, such as
+    one that converts its result), which the binder rebuilds around the copy."""
     if isinstance(student, types.FunctionType):
-        return student, lambda f: f
+        if student_code(student.__code__.co_filename):
+            return student, lambda f: f
+        for k, cell in enumerate(student.__closure__ or ()):
+            try:
+                inner, bind_inner = _target(cell.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+            if inner is not None:
+                def bind(f, k=k, bind_inner=bind_inner):
+                    cells = list(student.__closure__)
+                    cells[k] = types.CellType(bind_inner(f))
+                    return types.FunctionType(student.__code__, student.__globals__, student.__name__,
+                                              student.__defaults__, tuple(cells))
+                return inner, bind
+        return None, None
     if isinstance(student, types.MethodType) and isinstance(student.__func__, types.FunctionType):
         owner = student.__self__
         return student.__func__, lambda f: types.MethodType(f, owner)
     call = getattr(type(student), "__call__", None)
-    if isinstance(call, types.FunctionType):
+    if isinstance(call, types.FunctionType) and student_code(call.__code__.co_filename):
         return call, lambda f: types.MethodType(f, student)
     return None, None
 
@@ -88,22 +106,26 @@ class _Runner:
 
     def __init__(self, attempt, deadline):
         self.attempt, self.deadline = attempt, deadline
-        self.cases = [attempt.case, *attempt.others]
+        self.cases = [attempt.case, *attempt.others] if attempt is not None else []
         self.expected = {}
+        self.depth = 0
 
     def right(self, fn, k):
-        """True when `fn` gives the reference's result on case k, within the time left."""
-        at = dataclasses.replace(self.attempt, case=self.cases[k], others=())
+        """True when `fn` gives the reference's result on case k, within the time left: its whole result,
+        before any postprocess (a part that reads one property of the result, its dtype, would let an edit
+        pass that breaks the rest)."""
+        at = dataclasses.replace(self.attempt, case=self.cases[k], others=(), postprocess=None)
         if k not in self.expected:
-            self.expected[k] = at.output(self.attempt.reference(*at.args(), **at.kwargs()))
+            self.expected[k] = self.attempt.reference(*at.args(), **at.kwargs())
         at = dataclasses.replace(at, expected=self.expected[k])
-        outcome = self._bounded(lambda: at.rerun(at.args(), at.kwargs(), student=fn))
+        outcome = self.bounded(lambda: at.rerun(at.args(), at.kwargs(), student=fn))
         return outcome is not None and outcome.error is None and at.is_expected(outcome.value)
 
-    def all_right(self, fn):
-        return all(self.right(fn, k) for k in range(len(self.cases)))
-
-    def _bounded(self, run):
+    def bounded(self, run):
+        """run(), with the answer's frames stopped once the deadline passes and its memory capped; a run
+        inside a run (right() inside the test of a copy) is bounded once."""
+        if self.depth:
+            return run()
         deadline = self.deadline
 
         def local(frame, event, arg):
@@ -116,10 +138,45 @@ class _Runner:
 
         previous = sys.gettrace()
         sys.settrace(call)
+        self.depth += 1
         try:
-            return run()
+            with _memory_capped():
+                return run()
+        except _OutOfTime:
+            return None
         finally:
+            self.depth -= 1
             sys.settrace(previous)
+
+
+MEMORY_HEADROOM = 512 * 2 ** 20  # what a copy may allocate beyond what the process holds already
+
+
+@contextlib.contextmanager
+def _memory_capped():
+    """The process's data limit (RLIMIT_DATA, which NumPy's and torch's allocations count against) lowered
+    for the run of a copy to what it holds now plus MEMORY_HEADROOM, so that an edit which builds something
+    huge fails with a MemoryError instead of taking the machine's memory. Where the process cannot read
+    its own size (a graded kernel's /proc holds no process), the sandbox's own limit stands."""
+    try:
+        status = open("/proc/self/status").read()
+        held = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmData:"))) * 1024
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    except (OSError, StopIteration, ValueError):
+        yield
+        return
+    cap = held + MEMORY_HEADROOM
+    if soft != resource.RLIM_INFINITY:
+        cap = min(cap, soft)
+    try:
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
 def repair(attempt, seconds=BUDGET_SECONDS):
@@ -133,23 +190,42 @@ def repair(attempt, seconds=BUDGET_SECONDS):
 
 
 def _repair(attempt, seconds):
-    deadline = time.perf_counter() + seconds
     if attempt.student is None or attempt.reference is None:
         return None
-    fn, bind = _target(attempt.student)
+    runner = _Runner(attempt, time.perf_counter() + seconds)
+    return repair_by(attempt.student, lambda candidate: runner.right(candidate, 0) and all(
+        runner.right(candidate, k) for k in range(1, len(runner.cases))), attempt.exercise, seconds,
+        cases=len(runner.cases), runner=runner)
+
+
+def repair_by(student, right, exercise, seconds=BUDGET_SECONDS, cases=None, runner=None):
+    """The repair with the checker's own test of a copy: `right(candidate)` is True when the copy (callable as
+    the answer is) passes everything the answer failed. A Finding or None; never raises."""
+    try:
+        with quiet():
+            return _search(student, right, exercise, seconds, cases, runner)
+    except Exception:
+        return None
+
+
+def _search(student, right, exercise, seconds, cases, runner):
+    deadline = time.perf_counter() + seconds
+    runner = runner or _Runner(None, deadline)
+    fn, bind = _target(student)
     if fn is None:
         return None
     module = _tree(fn)
     if module is None:
         return None
-    runner = _Runner(attempt, deadline)
-    if runner.right(bind(fn), 0):  # right already (an audit of a passing case): nothing to repair
+    if runner.bounded(lambda: right(bind(fn))):  # right already (an audit of a passing case): nothing to repair
         return None
     fixes, second_until = [], None
     for count, edit in enumerate(_edits(module.body[0])):
         now = time.perf_counter()
         if count >= MAX_EDITS or now > deadline or second_until is not None and now > second_until:
             break
+        if fixes and edit.lineno == fixes[0].lineno and edit.kind == fixes[0].kind:
+            continue  # the same change written another way (axis=1 for axis=-2)
         edited = copy.deepcopy(module)
         node = list(ast.walk(edited.body[0]))[edit.index]
         try:
@@ -158,18 +234,19 @@ def _repair(attempt, seconds):
             candidate = bind(_compiled(edited, fn))
         except Exception:
             continue
-        if runner.right(candidate, 0) and all(runner.right(candidate, k) for k in range(1, len(runner.cases))):
+        if runner.bounded(lambda: right(candidate)):
             fixes.append(edit)
             if len(fixes) == 2:
                 break
             second_until = time.perf_counter() + SECOND_SECONDS  # a little longer, for another fix
-    return _finding(attempt, fn, fixes, len(runner.cases)) if fixes else None
+    return _finding(exercise, fn, fixes, cases) if fixes else None
 
 
-def _finding(attempt, fn, fixes, cases):
+def _finding(exercise, fn, fixes, cases):
     """One fix: its line, why, and the change. Two: both, for the student to tell which is the slip (a
     step left out and a second slip that undoes it can be mended either way)."""
-    every = "the case it was tried on" if cases == 1 else f"all {cases} cases it was tried on"
+    every = ("every case it was tried on" if cases is None else "the case it was tried on" if cases == 1
+             else f"all {cases} cases it was tried on")
 
     def where(edit):
         line = linecache.getline(fn.__code__.co_filename, edit.lineno).strip()
@@ -184,7 +261,7 @@ def _finding(attempt, fn, fixes, cases):
                 f"({first.why[0].lower()}{first.why[1:].rstrip('.')}). Or on {where(other)}: {other.said} "
                 f"({other.why[0].lower()}{other.why[1:].rstrip('.')}). The slip is where your code departs from "
                 "the formula.")
-    return Finding(attempt.exercise, f"repair:{first.kind}", said)
+    return Finding(exercise, f"repair:{first.kind}", said)
 
 
 class Repair(Probe):
