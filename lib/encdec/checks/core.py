@@ -347,6 +347,8 @@ class Checker:
         self.status = "checked"
         self.diagnoses = []  # the diagnoses shown so far (each explained once)
         self.misconceptions = []  # the catalog mistakes named, each once
+        self._runs = []  # (answer, a part's first attempt, its cases): what a repair is checked on again
+        self._causes = []  # (part, its message without the cause, the cause, the answer) of failed parts
         self.weights = dict(getattr(exercise, "weights", None) or {})  # {part label: weight}, declared
         self.sizes = dict(getattr(exercise, "sizes", None) or {})  # the sizes its cases give (checks.sizes)
 
@@ -428,6 +430,10 @@ class Checker:
         if self.stopped:
             return False
         every, cases = list(cases), self.to_run(cases)  # every case, hidden ones too, confirms a probe's finding
+        if cases:
+            self._runs.append((student, Attempt(self.name, cases[0], student=student, forbidden=tuple(forbidden),
+                                                postprocess=postprocess, names=names, reference=reference,
+                                                others=tuple(cases[1:]))))
         for case in cases:
             recording.saw(self.exercise, label, case, reference)
             args = _copy(case.args)
@@ -447,7 +453,7 @@ class Checker:
                 attempt.case_sizes = self._case_sizes(reference, case)
                 mistake = diagnose_error(outcome.error, catalog, case) or self._find_slip(probes, attempt)
                 msg = self._explain_error(outcome)
-                return self.part(label, False, _join(case, msg, self.likely_cause(mistake)), weight, cases, case, robust)
+                return self._failed(label, _join(case, msg, ""), mistake, student, weight, cases, case, robust)
             got = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
             attempt.got = got
             attempt.case_sizes = self._case_sizes(reference, case)
@@ -460,12 +466,44 @@ class Checker:
                                     reference=reference)
                            or (None if _other_structure(got, expected) else self._find_slip(probes, attempt))
                            or (None if _other_structure(got, expected) else self._locate(attempt, reference)))
-                return self.part(label, False, _join(case, problem, self.likely_cause(mistake)), weight, cases, case, robust)
+                return self._failed(label, _join(case, problem, ""), mistake, student, weight, cases, case, robust)
             if not _inputs_untouched(args, case.args):
                 self.note("your function changed one of its input arrays in place; "
                           "callers do not expect that (use x = x - ... rather than x -= ...).")
             self._audit(probes, attempt, reference)
         return self.part(label, True, "", weight, cases, robust=robust)
+
+    def _failed(self, label, text, mistake, student, weight, cases, case, robust):
+        """A failed part, its message followed by its likely cause; the cause kept to be checked again."""
+        ok = self.part(label, False, with_cause(text, self.likely_cause(mistake)), weight, cases, case, robust)
+        self._causes.append((self.parts[-1], text, mistake, student))
+        return ok
+
+    def _confirm_repairs(self):
+        """Once every part has run: each fix the repair named for one part is run again on the cases of every
+        part that checked the same answer. A fix that breaks one of them mended only its own part's cases
+        (dropping `+ mask` where that part's masks were all None); it is withdrawn, and the part's cause is
+        the fixes that remain, or none. Each part's message is then written again with its cause."""
+        from .probes.repair import finding, still_right
+        changed = {}
+        for _, _, mistake, student in self._causes:
+            fixes = getattr(mistake, "fixes", ())
+            if not fixes or id(mistake) in changed:
+                continue
+            runs = [attempt for answer, attempt in self._runs if answer is student]
+            kept = [(edit, copy_) for edit, copy_ in fixes if all(still_right(a, copy_) for a in runs)]
+            if len(kept) < len(fixes):
+                changed[id(mistake)] = finding(mistake.exercise, mistake.source, kept, None) if kept else None
+        if not changed:
+            return
+        self.diagnoses = [d for d in self.diagnoses
+                          if not any(d == m.diagnosis for _, _, m, _ in self._causes if id(m) in changed)]
+        self.misconceptions = [m for m in self.misconceptions if id(m) not in changed]
+        for part, text, mistake, _ in self._causes:
+            if id(mistake) in changed:
+                part.message = with_cause(text, self.likely_cause(changed[id(mistake)]))
+            elif mistake is not None:
+                self.misconception(mistake)  # kept, where another part's finding of the same key was withdrawn
 
     TRACE_SECONDS = 1.0  # for the tracer, over the whole check: a failing exercise is diagnosed within ~2 s
     REPAIR_SECONDS = 1.0  # for the probes and the repair, over the whole check
@@ -621,6 +659,7 @@ class Checker:
     def result(self):
         """Print the report to stdout, publish the record, and return the score (the test cell's value)."""
         from . import guard
+        self._confirm_repairs()
         changed = guard.violations()
         if changed:
             shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
@@ -754,21 +793,32 @@ def diagnose_error(exc, catalog, case):
 
     Different slips can raise the same error (Q @ K and Q @ K.T on a batched K both stop matmul with
     the same sizes); then the one whose failing line reads most like the student's is named, and none
-    when that does not single one out, so that the message never describes code the student did not write."""
+    when that does not single one out, so that the message never describes code the student did not write.
+    A single mistake that fails at another step than the answer, with the same message (the max's keepdims
+    left out fails at `x - m`, the sum's at `e / np.sum(e)`: no operator or call in common), is not named
+    either."""
     same = []
     for m in catalog:
         _, error = m.run(_copy(case.args), _copy(case.kwargs))
         if error is not None and type(error) is type(exc) and str(error) == str(exc):
             same.append((m, error))
-    if len(same) <= 1:
-        return same[0][0] if same else None
     mine = _tokens(_failing_line(exc))
+    if len(same) == 1:  # one mistake fails the same way: named unless it fails at another step than the answer
+        steps, their_steps = _steps(mine), _steps(_tokens(_failing_line(same[0][1])))
+        return same[0][0] if not (steps and their_steps) or steps & their_steps else None
+    if not same:
+        return None
     if not mine:
         return None
     scored = sorted(((_likeness(mine, _tokens(_failing_line(error))), i) for i, (_, error) in enumerate(same)),
                     reverse=True)
     (best, i), (second, _) = scored[0], scored[1]
     return same[i][0] if best > second else None
+
+
+def _steps(tokens):
+    """The operations a line's tokens name: its operators and the methods or functions it calls (.sum, .exp)."""
+    return {t for t in tokens if t in {"+", "-", "*", "/", "@"} or t.startswith(".")}
 
 
 def _failing_line(exc):

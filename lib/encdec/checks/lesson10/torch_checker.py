@@ -140,7 +140,7 @@ def _check_parts(c, fn, parts, catalog):
             if summary[0] == "error":
                 found = _diagnose_part(observe, summary, catalog, *args, history=history[:-1])
                 if found is None:
-                    found = _repaired(c, fn, observe, args_list, history)
+                    found = _repaired(c, fn, parts)
                 if found is None and outcome is not None and outcome.error is not None:
                     found = _error_cause(c, Case(label, tuple(args)), outcome.error)
                 diagnosis = c.likely_cause(found)
@@ -154,7 +154,7 @@ def _check_parts(c, fn, parts, catalog):
                     except Exception:  # a probe is an extra: the check stands without it
                         found = None
                 if found is None:
-                    found = _repaired(c, fn, observe, args_list, history)
+                    found = _repaired(c, fn, parts)
                 diagnosis = c.likely_cause(found)
                 c.part(label, False, with_cause(problem, diagnosis))
                 break
@@ -162,16 +162,15 @@ def _check_parts(c, fn, parts, catalog):
             c.part(label, True)
 
 
-def _repaired(c, fn, observe, args_list, history):
-    """The repair (probes.repair_by): one edit of the answer after which this part passes on every input and
-    the parts before it still do."""
-    seen = [(o, a) for o, a, _ in history[:-1]]
-
+def _repaired(c, fn, parts):
+    """The repair (probes.repair_by): one edit of the answer after which every part passes on every input,
+    the parts not run yet included, so that a change that mends only this part's inputs is not named."""
     def right(candidate):
-        for obs, args in [*seen, *((observe, a) for a in args_list)]:
-            summary, problem, _ = obs(candidate, *args)
-            if problem or summary[0] == "error":
-                return False
+        for _, observe, args_list, *_ in parts:
+            for args in args_list:
+                summary, problem, _ = observe(candidate, *args)
+                if problem or summary[0] == "error":
+                    return False
         return True
     left = max(0.0, c.REPAIR_SECONDS - getattr(c, "_repaired", 0.0))
     start = time.perf_counter()

@@ -5,7 +5,7 @@ import contextlib
 import copy
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,6 +20,8 @@ class Finding:
     key: str
     diagnosis: str
     detail: str = ""
+    fixes: tuple = field(default=(), compare=False, repr=False)  # the repair's ((edit, copy), ...), re-checked
+    source: object = field(default=None, compare=False, repr=False)  # the answer's function the edits are of
 
 
 class Knobs(dict):

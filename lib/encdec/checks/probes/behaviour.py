@@ -138,6 +138,16 @@ class DecodedRows(Property):
                 "position after it holds the pad id, while the other rows go on."),
                 f"row {row}: {mine[row].tolist()}.")
         before_end = ~ended & (mine != eos)
+        if mine.shape == right.shape:
+            overwritten = (right == eos) & (mine == pad) & ~np.any(mine == eos, axis=-1, keepdims=True)
+            rest = np.where(np.cumsum(right == eos, axis=-1) - (right == eos) > 0, pad, right)  # right, up to EOS
+            if np.any(overwritten) and np.array_equal(np.where(overwritten, eos, mine), rest):
+                row = int(np.argwhere(overwritten)[0][0])
+                return self.finding(attempt, "eos_overwritten", (
+                    "each row's EOS is itself replaced by the pad id: the row is marked finished before its "
+                    "token is written, so the step that produced EOS already writes the pad. Write the chosen "
+                    "token (pad only for rows finished at an earlier step), then mark the rows that chose EOS."),
+                    f"row {row}: {mine[row].tolist()}.")
         for token, name in ((bos, "BOS"), (pad, "the pad token")):
             if np.any(before_end & (mine == token)):
                 row = int(np.argwhere(before_end & (mine == token))[0][0])

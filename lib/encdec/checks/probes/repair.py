@@ -224,7 +224,7 @@ def _search(student, right, exercise, seconds, cases, runner):
         now = time.perf_counter()
         if count >= MAX_EDITS or now > deadline or second_until is not None and now > second_until:
             break
-        if fixes and edit.lineno == fixes[0].lineno and edit.kind == fixes[0].kind:
+        if fixes and edit.lineno == fixes[0][0].lineno and edit.kind == fixes[0][0].kind:
             continue  # the same change written another way (axis=1 for axis=-2)
         edited = copy.deepcopy(module)
         node = list(ast.walk(edited.body[0]))[edit.index]
@@ -235,14 +235,25 @@ def _search(student, right, exercise, seconds, cases, runner):
         except Exception:
             continue
         if runner.bounded(lambda: right(candidate)):
-            fixes.append(edit)
+            fixes.append((edit, candidate))
             if len(fixes) == 2:
                 break
             second_until = time.perf_counter() + SECOND_SECONDS  # a little longer, for another fix
-    return _finding(exercise, fn, fixes, cases) if fixes else None
+    return finding(exercise, fn, fixes, cases) if fixes else None
 
 
-def _finding(exercise, fn, fixes, cases):
+def still_right(attempt, candidate, seconds=BUDGET_SECONDS):
+    """True when a copy the repair made is right on every case of `attempt` (its case and others): the
+    checker asks it again once every part has run, of the cases of the parts after the one it mended."""
+    try:
+        with quiet():
+            runner = _Runner(attempt, time.perf_counter() + seconds)
+            return all(runner.bounded(lambda k=k: runner.right(candidate, k)) for k in range(len(runner.cases)))
+    except Exception:
+        return False
+
+
+def finding(exercise, fn, fixes, cases):
     """One fix: its line, why, and the change. Two: both, for the student to tell which is the slip (a
     step left out and a second slip that undoes it can be mended either way)."""
     every = ("every case it was tried on" if cases is None else "the case it was tried on" if cases == 1
@@ -251,17 +262,17 @@ def _finding(exercise, fn, fixes, cases):
     def where(edit):
         line = linecache.getline(fn.__code__.co_filename, edit.lineno).strip()
         return f"line {edit.lineno}, `{line}`" if line else f"line {edit.lineno}"
-    first = fixes[0]
+    first = fixes[0][0]
     if len(fixes) == 1:
         said = (f"On {where(first)}: {first.why} With {first.said} there, your code gives the right result on "
                 f"{every}; that one change is the fix.")
     else:
-        other = fixes[1]
+        other = fixes[1][0]
         said = (f"Either of two single changes makes your code right on {every}. On {where(first)}: {first.said} "
                 f"({first.why[0].lower()}{first.why[1:].rstrip('.')}). Or on {where(other)}: {other.said} "
                 f"({other.why[0].lower()}{other.why[1:].rstrip('.')}). The slip is where your code departs from "
                 "the formula.")
-    return Finding(exercise, f"repair:{first.kind}", said)
+    return Finding(exercise, f"repair:{first.kind}", said, fixes=tuple(fixes), source=fn)
 
 
 class Repair(Probe):
