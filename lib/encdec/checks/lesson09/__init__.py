@@ -20,6 +20,7 @@ The modules, one job each (the test cells and the notebooks import everything fr
 
     models           the models the checks decode with, and the worked example of section 9.4
     greedy           Exercise 9.1, greedy_decode (and greedy decoding's knob model)
+    behind_the_ban   9.1's second look: a slip hidden behind a missing ban of <bos> and <pad>
     sampling_draws   Exercise 9.2's cases and the statistics of random draws
     sampling_slips   Exercise 9.2's diagnoses: the catalog mistake, else the kind of slip, the draws fit
     sampling         Exercise 9.2, sample_next_token
