@@ -167,6 +167,8 @@ class _Auditor(Resolver):
                 self.report(node, "caution", "reloads a module chosen at run time")
         elif name.startswith(PROGRAMS):
             self.report(node, "caution", "runs another program (contained by the sandbox)")
+        elif name == "builtins.getattr" and len(args) > 1 and const_str(self.ev(args[1])) in FRAME_ATTRIBUTES:
+            self.report(node, "internals", self.text(node), "a frame of the running code")  # as `x.tb_frame` is
         elif name == "builtins.getattr" and len(args) > 1 and const_str(self.ev(args[1])) is None:
             module = str(self.ev(args[0]).data).split(".")[0]
             if module in SENSITIVE:

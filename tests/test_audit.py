@@ -156,6 +156,10 @@ FLAGGED = {
     "reload of the library": ("import importlib, encdec.attention\nimportlib.reload(encdec.attention)", "internals",
                               "encdec.attention"),
     "a frame": ("import sys\nsys._getframe(1).f_globals['np'] = None", "internals", "sys._getframe"),
+    "a frame through getattr": ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    t = e.__traceback__\n"
+                                "f = getattr(t, 'tb_' + 'frame')", "internals", "a frame of the running code"),
+    "a caller's frame through getattr": ("def up(f):\n    return getattr(f, 'f_' + 'back')", "internals",
+                                         "a frame of the running code"),
     "an input transformer": ("get_ipython().input_transformers_post.append(lambda lines: [])", "internals",
                              "IPython shell"),
     "the shell passed to a function": ("def hook(ip):\n    ip.ast_transformers.append(None)\nhook(get_ipython())",

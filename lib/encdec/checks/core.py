@@ -347,7 +347,7 @@ class Checker:
         self.status = "checked"
         self.diagnoses = []  # the diagnoses shown so far (each explained once)
         self.misconceptions = []  # the catalog mistakes named, each once
-        self._runs = []  # (answer, a part's first attempt, its cases): what a repair is checked on again
+        self._runs = []  # (answer, an attempt holding a part's cases): what a repair is checked on again
         self._causes = []  # (part, its message without the cause, the cause, the answer) of failed parts
         self.weights = dict(getattr(exercise, "weights", None) or {})  # {part label: weight}, declared
         self.sizes = dict(getattr(exercise, "sizes", None) or {})  # the sizes its cases give (checks.sizes)
