@@ -15,6 +15,7 @@ import pytest
 from encdec.checks import lesson01, lesson02, lesson03, probes
 from encdec.checks.core import Attempt, Case, run_student
 from encdec.checks.probes import judging
+from encdec.checks.probes import repair as repair_module
 from encdec.checks.probes.repair import repair
 
 
@@ -176,6 +177,20 @@ def test_a_copy_that_loops_forever_is_stopped_within_the_budget():
 
 
 # -- inside the checkers, the catalog emptied ---------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def time_enough(monkeypatch):
+    """What these tests prove is what the repair finds, not how fast: on a loaded machine the checkers' own
+    budgets (about a second a check) may run out first, so here they are generous."""
+    from encdec.checks import core
+    from encdec.checks.lesson09 import behind_the_ban
+    from encdec.checks.lesson10 import torch_checker
+    monkeypatch.setattr(core.Checker, "REPAIR_SECONDS", 30.0)
+    monkeypatch.setattr(core.Checker, "TRACE_SECONDS", 30.0)
+    monkeypatch.setattr(behind_the_ban, "REPAIR_SECONDS", 30.0)
+    monkeypatch.setattr(torch_checker, "OBSERVED_REPAIR_SECONDS", 30.0)
+    monkeypatch.setattr(repair_module, "BUDGET_SECONDS", 30.0)
+
+
 @pytest.fixture
 def no_catalog(monkeypatch):
     from encdec.mistakes import CATALOG

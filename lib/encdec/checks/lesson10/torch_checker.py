@@ -162,6 +162,9 @@ def _check_parts(c, fn, parts, catalog):
             c.part(label, True)
 
 
+OBSERVED_REPAIR_SECONDS = 0.6  # for one failing part, within the check's REPAIR_SECONDS
+
+
 def _repaired(c, fn, parts):
     """The repair (probes.repair_by): one edit of the answer after which every part passes on every input,
     the parts not run yet included, so that a change that mends only this part's inputs is not named."""
@@ -175,7 +178,7 @@ def _repaired(c, fn, parts):
     left = max(0.0, c.REPAIR_SECONDS - getattr(c, "_repaired", 0.0))
     start = time.perf_counter()
     try:
-        return repair_by(fn, right, c.name, seconds=min(left, 0.6)) if left > 0.05 else None
+        return repair_by(fn, right, c.name, seconds=min(left, OBSERVED_REPAIR_SECONDS)) if left > 0.05 else None
     finally:
         c._repaired = getattr(c, "_repaired", 0.0) + time.perf_counter() - start
 

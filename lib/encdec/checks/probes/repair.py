@@ -242,12 +242,12 @@ def _search(student, right, exercise, seconds, cases, runner):
     return finding(exercise, fn, fixes, cases) if fixes else None
 
 
-def still_right(attempt, candidate, seconds=BUDGET_SECONDS):
+def still_right(attempt, candidate, seconds=None):
     """True when a copy the repair made is right on every case of `attempt` (its case and others): the
     checker asks it again once every part has run, of the cases of the parts after the one it mended."""
     try:
         with quiet():
-            runner = _Runner(attempt, time.perf_counter() + seconds)
+            runner = _Runner(attempt, time.perf_counter() + (BUDGET_SECONDS if seconds is None else seconds))
             return all(runner.bounded(lambda k=k: runner.right(candidate, k)) for k in range(len(runner.cases)))
     except Exception:
         return False
