@@ -11,6 +11,7 @@ One job per module:
     dask_worker.py    a Dask worker's side: one job graded from its own course, checked against the run's hash
     sandbox.py        the sandbox's interface (start, run, Outcome, configure_kernel), from the four below
     sandbox_start.py  probing and starting the sandbox for a run: bubblewrap, the Python paths, the rlimits
+    bytecode.py       the course library compiled for the sandbox's read-only view, kept from run to run
     cgroups.py        the cgroups that hold a job's memory and processes
     kernel_cell.py    one job's sandbox cell (folder, kernelspec, sockets) and nbgrader's kernel glue
     timed_process.py  one grading task in a process of its own, with a time limit

@@ -45,7 +45,7 @@ def run(args, sandbox_mode="on"):
     start = time.time()
     graded = [job for job in found.jobs if job.raw is not None]
     setup = pipeline.prepare(out, sandbox_mode, sorted({j.lesson for j in graded} | set(lessons) | _attempted(base)),
-                             warm=pipeline.repeated_lessons(graded))
+                             warm=pipeline.lessons_to_warm(graded))
     maxima = setup.maxima
     book = gradebook.CourseGradebook(base, setup.template)
     book.ensure_lessons(lessons, out.work)

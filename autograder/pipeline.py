@@ -175,27 +175,19 @@ def _totals(row, maxima):
     return row
 
 
-def start_sandbox(mode, course):
-    """(Jail or None, what grades.csv records about it) for SANDBOX=mode ('on', 'auto', 'off').
-    Raises sandbox.Unavailable when mode is 'on' and the sandbox cannot run here."""
+def start_sandbox(mode, course, modules=None):
+    """(Jail or None, what grades.csv records about it) for SANDBOX=mode ('on', 'auto', 'off'); with
+    `modules`, the run's kernel zygote (zygote.py) starts at once, and each kernel is forked from it, its
+    imports done. Raises sandbox.Unavailable when mode is 'on' and the sandbox cannot run here."""
     if mode == "off":
         return None, "off (SANDBOX=off)"
     try:
-        jail = sandbox.start(course / "lib", launcher_path=course / "autograder" / "jail.py")
+        jail = sandbox.start(course / "lib", launcher_path=course / "autograder" / "jail.py", modules=modules,
+                             bytecode=course.parent / "bytecode")
     except sandbox.Unavailable as exc:
         if mode == "on":
             raise
         return None, f"off (not available here: {exc})"
-    return jail, jail.description
-
-
-def start_forking_sandbox(mode, course, modules):
-    """start_sandbox, with the run's kernel zygote (zygote.py) starting at once: each kernel is forked
-    from it, its imports (`modules`) done."""
-    jail, contained = start_sandbox(mode, course)
-    if jail is None:
-        return jail, contained
-    jail = sandbox.start_zygote(jail, course / "lib", modules)
     return jail, jail.description
 
 
@@ -221,7 +213,7 @@ def prepare(out, sandbox_mode="on", lessons=None, warm=None):
     os.environ["AUTOGRADER_WARM"] = os.pathsep.join(str(course / "solutions" / x / f"{x}.ipynb") for x in warm or ())
     timed_process.start_server(WARM + ["autograder.warm"])
     with ThreadPoolExecutor(max_workers=1) as side:  # the probe waits on bubblewrap while this thread works
-        probed = side.submit(start_forking_sandbox, sandbox_mode, course, sandbox.kernel_modules(graded or every))
+        probed = side.submit(start_sandbox, sandbox_mode, course, sandbox.kernel_modules(graded or every))
         template = nbgrader_glue.prepare_template(out.work, course, digest, graded)
         facts = {lesson: source_facts(lesson) for lesson in every}
         maxima = {lesson: points(lesson, course / "solutions") for lesson in every}
@@ -236,13 +228,15 @@ def lessons_of(jobs):
     return sorted({job.lesson for job in jobs if job.raw is not None})
 
 
-def repeated_lessons(jobs):
-    """The lessons with more than one file to grade: their feedback page is worth building ahead."""
+def lessons_to_warm(jobs):
+    """The lessons whose feedback page is worth building ahead, in the process server (warm.py): those with
+    more than one file to grade, and the lesson of a run that grades one file (`make grade`: its job waits
+    for the kernel zygote's imports anyway, longer than the server takes to build the page)."""
     counts = {}
     for job in jobs:
         if job.raw is not None:
             counts[job.lesson] = counts.get(job.lesson, 0) + 1
-    return sorted(lesson for lesson, n in counts.items() if n > 1)
+    return sorted(lesson for lesson, n in counts.items() if n > 1 or len(counts) == 1 == n)
 
 
 def progress_bar(jobs, progress=True):
@@ -270,7 +264,7 @@ def grade_all(jobs, out, jobs_n=1, progress=True, submitted=None, sandbox_mode="
     maxima), maxima being {lesson: {grade_id: points}}. sandbox_mode: 'on' (raises
     sandbox.Unavailable where the sandbox cannot run), 'auto' or 'off'; every row records which
     it was. `setup`: from prepare(), else made here."""
-    setup = setup or prepare(out, sandbox_mode, lessons_of(jobs), warm=repeated_lessons(jobs))
+    setup = setup or prepare(out, sandbox_mode, lessons_of(jobs), warm=lessons_to_warm(jobs))
     guard = integrity.Integrity(submitted, setup.template, setup.course, watch_site=setup.jail is None)
     rows = [None] * len(jobs)
     bar = progress_bar(jobs, progress)

@@ -1,7 +1,8 @@
 """The sandbox's interface: what the rest of the grader uses of it, in one place.
 
     jail = start(library=...)             # once per run: is bubblewrap there, and does it work?
-    jail = start_zygote(jail, library, kernel_modules(lessons))   # the fast path: kernels forked
+    jail = start(library=..., modules=kernel_modules(lessons))   # the fast path: kernels forked from
+                                          # a zygote that starts before the probe (or start_zygote later)
     outcome = run(task, arg, workdir=..., library=..., timeout=600, jail=jail)
 
 The work is done by one module per job:

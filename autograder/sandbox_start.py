@@ -3,7 +3,8 @@ and what every sandboxed job of the run shares (the Jail).
 
     jail = start(library=...)      # raises Unavailable, saying why and what to do
     jail.description               # what grades.csv records about it
-    jail = start_zygote(jail, library, kernel_modules(lessons))   # kernels forked, imports done
+    jail = start(library=..., modules=kernel_modules(lessons))   # with the zygote: kernels forked,
+                                   # imports done (it starts before the probe; or start_zygote later)
 
 With a jail, every kernel a job starts runs in bubblewrap (jail.py launches it): its own PID
 namespace, no network, a read-only view of the Python environment and the course library, a
@@ -18,7 +19,6 @@ in a bubblewrap of its own, as above.
 """
 
 import atexit
-import compileall
 import dataclasses
 import os
 import shutil
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import cgroups
+from .bytecode import compile_library
 from . import jail as launcher
 from .settings import Limits, size_text
 
@@ -110,25 +111,31 @@ def describe(jail):
             f"open files {lim.open_files}, file size {size_text(lim.file_size)}, CPU time {lim.cpu_time} s")
 
 
-def start(library, launcher_path=None, limits=None):
-    """The Jail for this run; raises Unavailable, saying why, where the sandbox cannot run."""
+def start(library, launcher_path=None, limits=None, modules=None, bytecode=None):
+    """The Jail for this run; raises Unavailable, saying why, where the sandbox cannot run. With
+    `modules`, the run's kernel zygote too (start_zygote), started before the probe rather than after
+    it: the probe and the zygote's imports overlap, and a failed probe stops the zygote. `bytecode`: the
+    grader's folder that keeps the library's compiled modules from run to run (bytecode.py)."""
     limits = limits or Limits.from_environment()
-    reason = None
     bwrap = shutil.which("bwrap")
     if not sys.platform.startswith("linux"):
-        reason = f"the sandbox needs Linux namespaces, and this is {sys.platform}"
-    elif bwrap is None:
-        reason = ("bubblewrap is not installed (on Debian or Ubuntu: sudo apt-get install bubblewrap; "
-                  "on Fedora: sudo dnf install bubblewrap)")
-    jail = None
-    if reason is None:
-        jail = Jail(bwrap, str(launcher_path or launcher.__file__), _python_paths(), limits, cgroups.kind())
-        reason = _probe(jail, library)
+        raise Unavailable(f"the sandbox needs Linux namespaces, and this is {sys.platform}")
+    if bwrap is None:
+        raise Unavailable("bubblewrap is not installed (on Debian or Ubuntu: sudo apt-get install bubblewrap; "
+                          "on Fedora: sudo dnf install bubblewrap)")
+    jail = Jail(bwrap, str(launcher_path or launcher.__file__), _python_paths(), limits, cgroups.kind())
+    compile_library(library, bytecode)  # the kernels cannot write their own .pyc files there
+    forking = start_zygote(jail, library, modules) if modules is not None else None
+    reason = _probe(jail, library)
     if reason is not None:
+        if forking is not None:
+            _ZYGOTES.pop(forking.zygote).stop()
         raise Unavailable(reason)
     cgroups.remove_stale()
-    compileall.compile_dir(str(library), quiet=1)  # the kernels cannot write their own .pyc files there
-    return Jail(jail.bwrap, jail.launcher, jail.readonly, jail.limits, jail.cgroups, describe(jail))
+    jail = dataclasses.replace(jail, description=describe(jail))
+    if forking is None:
+        return jail
+    return dataclasses.replace(jail, zygote=forking.zygote, description=jail.description + ZYGOTE_SAYS)
 
 
 def _probe(jail, library):
@@ -166,7 +173,7 @@ def kernel_modules(lessons):
                "tornado.platform.asyncio", "tornado.queues", "numpy", "numpy.random", "matplotlib.pyplot",
                "encdec", "encdec.env", "encdec.plotting", "encdec.checks.mode"]
     if any(lesson.startswith("10") for lesson in lessons):
-        modules += ["torch", "encdec.torch_model", "encdec.capstone", "encdec.dates"]
+        modules += ["torch", "torch._dynamo", "encdec.torch_model", "encdec.capstone", "encdec.dates"]
     return modules + ["encdec.checks.guard:take"]
 
 
@@ -216,8 +223,10 @@ def start_zygote(jail, library, modules):
     argv = launcher.bwrap_argv(spec, "/tmp/.zygote", [sys.executable, str(root / "zygote.py"), str(root), *modules])
     path = str(root / zygote.SOCKET)
     _ZYGOTES[path] = _Zygote(argv, root)
-    return dataclasses.replace(jail, zygote=path, description=jail.description + (
-        "; each kernel forked from the run's sandboxed zygote into namespaces of its own"))
+    return dataclasses.replace(jail, zygote=path, description=jail.description + ZYGOTE_SAYS)
+
+
+ZYGOTE_SAYS = "; each kernel forked from the run's sandboxed zygote into namespaces of its own"
 
 
 def zygote_ready(jail):
