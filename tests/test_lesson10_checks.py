@@ -88,7 +88,7 @@ def test_the_scripted_model_decodes_to_its_script(index):
     pred = model.greedy_decode(src, bos_id, eos_id, max_len).tolist()
     for row, script in zip(pred, predictions):
         said = script[:max_len]  # greedy decoding stops after max_len tokens
-        assert row[:len(said)] == said and all(t == L.PAD for t in row[len(said):])
+        assert row[:len(said)] == said and all(t == model.config.pad_id for t in row[len(said):])
     assert len(what) == len(sources) == len(targets)
     right = [L.references().exact_match(model, src[r:r + 1], tgt[r:r + 1], bos_id, eos_id, max_len)
              for r in range(len(sources))]

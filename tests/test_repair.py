@@ -121,7 +121,40 @@ def slip_variable(x):
     return np.exp(shifted) / np.sum(z, axis=-1, keepdims=True)
 
 
+def ref_scaled(x, eps=1e-6):
+    return x / np.sqrt(np.mean(x ** 2, axis=-1, keepdims=True) + eps)
+
+
+def slip_eps_written_in(x, eps=1e-6):
+    ms = (x * x).mean(-1)[..., None]
+    return x / (ms + 1e-5) ** 0.5
+
+
+def ref_softmax_axis(x, axis=-1):
+    z = np.exp(x - x.max(axis=axis, keepdims=True))
+    return z / z.sum(axis=axis, keepdims=True)
+
+
+def slip_axis_written_in(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def ref_masked(scores, mask):
+    return ref_softmax(scores + mask)
+
+
+def slip_mask_product(scores, mask):
+    s = np.where(np.isinf(mask), -1e30, scores * mask)  # the mask multiplied (nan-free, so no symptom hides it)
+    return ref_softmax(s)
+
+
 SCHEDULE = [Case("step 3 of 10", (3, 10)), Case("step 10 of 10", (10, 10)), Case("step 7 of 4", (7, 4))]
+EPS = [Case("eps=0.5", (r.normal(size=(3, 4)),), {"eps": 0.5}), Case("eps=2", (r.normal(size=(2, 5)),), {"eps": 2.0})]
+AXES = [Case("axis=0", (r.normal(size=(4, 3)),), {"axis": 0}), Case("default axis", (r.normal(size=(2, 3)),)),
+        Case("axis=-2 of a batch", (r.normal(size=(2, 3, 5)),), {"axis": -2})]
+MASKED = [Case("a causal mask", (r.normal(size=(4, 4)), np.triu(np.full((4, 4), -np.inf), 1))),
+          Case("a padding mask", (r.normal(size=(3, 5)), np.array([0.0, 0.0, 0.0, -np.inf, -np.inf])))]
 TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones((3, 2, 7)),))]
 
 
@@ -138,14 +171,17 @@ TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones
     (slip_order, ref_softmax, X2, "order", "before line"),
     (slip_loop, ref_norm, X2, "loop", "`total = np.sqrt(total)` after the loop, once"),
     (slip_variable, ref_softmax, X2, "variable", "`shifted` in place of `x`"),
+    (slip_eps_written_in, ref_scaled, EPS, "argument", "`eps` in place of the number `1e-05`"),
+    (slip_axis_written_in, ref_softmax_axis, AXES, "argument", "`axis` in place of `-1`"),
+    (slip_mask_product, ref_masked, MASKED, "operator", "`+` in place of `*` in `scores * mask`"),
 ], ids=["floor", "axis", "keepdims", "len", "ascending", "transpose", "sign", "step-twice", "swapped-lines",
-                       "loop", "variable"])
+                       "loop", "variable", "number-for-argument", "axis-for-argument", "product-for-sum"])
 def test_one_edit_names_the_line_and_the_change(slip, reference, cases, kind, words):
     found = repair(attempt_for(slip, reference, cases), seconds=5)
     assert found is not None, slip.__name__
     assert words in found.diagnosis, found.diagnosis
-    if found.key != f"repair:{kind}":  # another single change mends it too: then both are said
-        assert found.diagnosis.startswith("Either of two single changes"), found.diagnosis
+    if found.key != f"repair:{kind}" or found.diagnosis.startswith("Either"):  # another change mends it too:
+        assert found.diagnosis.startswith("Either of two single changes"), found.diagnosis  # both are said
     else:
         assert "On line " in found.diagnosis and "that one change is the fix" in found.diagnosis
 
@@ -416,3 +452,93 @@ def test_an_eos_overwritten_by_the_pad_is_named_as_such():
     score, text = feedback(lesson09.check_greedy_decode, greedy_eos_overwritten)
     assert score < 3 and "EOS is itself replaced by the pad id" in text, text
     assert "is chosen as a generated token" not in text, text
+
+
+# -- what the returned value alone says (probes/results.py) --------------------------------------------------
+def ref_grads(x):
+    return np.sin(x), np.cos(x), 2 * x
+
+
+def test_results_in_another_order_are_named():
+    from encdec.checks.probes.results import Reordered
+
+    def swapped(x):
+        return np.sin(x), 2 * x, np.cos(x)
+    at = attempt_for(swapped, ref_grads, X2)
+    at = Attempt(at.exercise, at.case, got=at.got, expected=at.expected, names=("dQ", "dK", "dV"))
+    found = Reordered().find(at, None)
+    assert found is not None and "returns (dQ, dV, dK)" in found.diagnosis and "(dQ, dK, dV)" in found.diagnosis
+    right = Attempt("answer", X2[0], got=ref_grads(*X2[0].args), expected=ref_grads(*X2[0].args))
+    assert Reordered().find(right, None) is None
+
+
+def test_the_right_numbers_in_another_shape_are_named():
+    from encdec.checks.probes.results import Reshaped
+
+    def flat(x):
+        return np.cos(x).ravel()
+    found = Reshaped().find(attempt_for(flat, np.cos, X2), None)
+    assert found is not None and "flat" in found.diagnosis and "(3, 5)" in found.diagnosis
+
+    def transposed(x):  # the right numbers in the right shape's transpose: not a reshape, not named so
+        return np.cos(x).swapaxes(-1, -2)
+    assert Reshaped().find(attempt_for(transposed, np.cos, X2), None) is None
+
+
+def test_an_integer_array_is_named_with_how_it_rounds():
+    from encdec.checks.probes.results import Truncated
+
+    def int_table(x):
+        out = np.zeros(x.shape, dtype=int)
+        out[...] = np.sin(x)
+        return out
+    found = Truncated().find(attempt_for(int_table, np.sin, X2), None)
+    assert found is not None and "toward zero" in found.diagnosis and "integer array (int64)" in found.diagnosis
+
+    def ids(x):  # an integer result where the answer is integer too: nothing to say
+        return np.argmax(x, axis=-1)
+    assert Truncated().find(attempt_for(ids, lambda x: np.argmax(x, axis=-1), X2), None) is None
+
+
+def test_the_checkers_name_what_the_result_says(no_catalog):
+    from encdec.checks import lesson07
+    no_catalog("attention_backward", "numerical_gradient", "sinusoidal_positions")
+
+    def attention_backward(dout, Q, K, V, weights):
+        dQ, dK, dV = _attention_grads(dout, Q, K, V, weights)
+        return dQ, dV, dK
+    _, text = feedback(lesson07.check_attention_backward, attention_backward)
+    assert "returns (dQ, dV, dK)" in text, text
+
+    def numerical_gradient(f, x, h=1e-5):
+        g = np.zeros(x.size)
+        flat = x.reshape(-1)
+        for i in range(x.size):
+            keep = flat[i]
+            flat[i] = keep + h
+            up = f()
+            flat[i] = keep - h
+            down = f()
+            flat[i] = keep
+            g[i] = (up - down) / (2 * h)
+        return g
+    _, text = feedback(lesson07.check_numerical_gradient, numerical_gradient)
+    assert "flat, in one axis" in text, text
+
+    def sinusoidal_positions(n, d):
+        pe = np.zeros((n, d), dtype=int)
+        angle = np.arange(n)[:, None] / 10000 ** (np.arange(0, d, 2)[None, :] / d)
+        pe[:, 0::2] = np.sin(angle)
+        pe[:, 1::2] = np.cos(angle[:, : d // 2])
+        return pe
+    _, text = feedback(lesson01.check_sinusoidal_positions, sinusoidal_positions)
+    assert "integer array (int64)" in text and "toward zero" in text, text
+
+
+def _attention_grads(dout, Q, K, V, weights):
+    """dQ, dK, dV of softmax(Q K^T / sqrt(d_k)) V, written out here (not the reference's code)."""
+    d_k = Q.shape[-1]
+    dV = np.swapaxes(weights, -1, -2) @ dout
+    dW = dout @ np.swapaxes(V, -1, -2)
+    dS = weights * (dW - np.sum(dW * weights, axis=-1, keepdims=True)) / np.sqrt(d_k)
+    return dS @ K, np.swapaxes(dS, -1, -2) @ Q, dV

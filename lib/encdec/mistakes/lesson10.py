@@ -460,6 +460,20 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
     return ((pred == target) | (pred == pad)).all(dim=1).float().mean().item()
 
 
+@mistake("exact_match", "pads_with_zero",
+         "the shorter rows are padded with 0 where the model's pad id belongs (model.config.pad_id): with "
+         "another pad id, a right prediction padded with 0 differs from its target's pads, and does not count. "
+         "Pad with model.config.pad_id, or compare only the positions up to and including the target's <eos>.")
+def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
+    was_training = model.training
+    model.eval()
+    pred = _decoded(model, src, bos_id, eos_id, max_len)
+    model.train(was_training)
+    width = max(pred.shape[1], tgt.shape[1])
+    pred, target = _padded(pred, width, 0), _padded(tgt, width, 0)
+    return (pred == target).all(dim=1).float().mean().item()
+
+
 @mistake("exact_match", "mode_not_restored",
          "the model is left in eval mode after evaluating. Evaluation runs in the middle of training, "
          "and the training steps after it would then run without dropout. Remember model.training "

@@ -115,7 +115,9 @@ def _check_shapes_and_seed(c, fn, catalog, forbidden):
            not problems, problems[0] if problems else "")
     cases = [Case("temperature=0 on 7 logits", (r.normal(size=7) * 3,), {"temperature": 0.0, "rng": generator(2)}),
              Case("temperature=0 on large logits (about 1000)", (r.normal(size=9) * 1e3,),
-                  {"temperature": 0.0, "rng": generator(4)})]
+                  {"temperature": 0.0, "rng": generator(4)}),
+             Case("temperature=0 on a batch of logits (2, 3, 7): one id per row", (r.normal(size=(2, 3, 7)) * 3,),
+                  {"temperature": 0.0, "rng": generator(5)}, hidden=True)]
     c.check_cases("temperature=0 picks the most probable token (no randomness)", fn,
                   lambda x, temperature, rng: np.argmax(x, axis=-1), cases, catalog=catalog, forbidden=forbidden)
     first = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": generator(3)}, forbidden)

@@ -32,25 +32,29 @@ def exact_match_scenarios(hidden=False):
            [[3, E], [3, 4, 5, 6, E], [5, 6, 8]],
            BOS, EOS, 3,
            ["right", "cut by max_len: its 3 tokens are the target's first 3 (a prefix)", "the third token is wrong"])
-    other_ids = ("other ids: <bos> 9, <eos> 10 (max_len 5)",
-                 [[3, 4], [4, 3], [5, 6], [6, 5]],
-                 [[3, 4, 10], [10], [5, 6, 7, 10], [3, 10]],
-                 [[3, 4, 10], [10], [5, 6, 7, 8, 10], [3, 4, 10]],
-                 9, 10, 5,
+    other_ids = (f"other ids: <bos> 9, <eos> 10, <pad> {OTHER_PAD} (max_len 6, more than the targets' width)",
+                 [[3, 4], [4, 3], [5, 6], [6, 5], [7, 8]],
+                 [[3, 4, 10], [10], [5, 6, 7, 10], [3, 10], [7, 8, 10]],
+                 [[3, 4, 10], [10], [5, 6, 7, 8, 10], [3, 4, 10], [7, 8, 7, 8, 7, 8, 7]],
+                 9, 10, 6,
                  ["right", "right: an empty sequence, just <eos>", "one extra token before <eos>",
-                  "one extra token before <eos>"])
+                  "one extra token before <eos>", "never says <eos>: 6 tokens, longer than the targets' width"])
     return [first, cut, other_ids]
+
+
+OTHER_PAD = 11  # the pad id of the scenario with other ids: an answer that pads with 0 must not pass it
 
 
 def _scenario_model(scenario):
     R = references()
     label, sources, targets, predictions, bos_id, eos_id, max_len, _ = scenario
-    model = R.ScriptedSeq2Seq(sources, predictions, bos_id=bos_id, eos_id=eos_id)
+    pad = PAD if bos_id == BOS else OTHER_PAD
+    model = R.ScriptedSeq2Seq(sources, predictions, bos_id=bos_id, eos_id=eos_id, pad_id=pad)
     width = max(len(t) for t in targets) + 1  # one column of padding more than the longest target
-    tgt = np.full((len(targets), width), PAD, dtype=np.int64)
+    tgt = np.full((len(targets), width), pad, dtype=np.int64)
     for r, t in enumerate(targets):
         tgt[r, :len(t)] = t
-    src = np.full((len(sources), max(len(s) for s in sources) + 1), PAD, dtype=np.int64)
+    src = np.full((len(sources), max(len(s) for s in sources) + 1), pad, dtype=np.int64)
     for r, s in enumerate(sources):
         src[r, :len(s)] = s
     return model, R.torch.from_numpy(src), R.torch.from_numpy(tgt)

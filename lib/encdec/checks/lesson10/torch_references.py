@@ -139,9 +139,9 @@ def references():
         (the model's own, or any loop over decode) returns the scripted outputs. Records, each time it is
         called from outside, whether it is in training mode and whether autograd records (`seen`)."""
 
-        def __init__(self, sources, scripts, vocab_size=12, bos_id=BOS, eos_id=EOS):
+        def __init__(self, sources, scripts, vocab_size=12, bos_id=BOS, eos_id=EOS, pad_id=PAD):
             super().__init__(ModelConfig(vocab_size=vocab_size, d_model=8, n_heads=2, d_ff=8, n_encoder_layers=1,
-                                         n_decoder_layers=1, pad_id=PAD), seed=0)
+                                         n_decoder_layers=1, pad_id=pad_id), seed=0)
             self.rows = {self._key(s): r for r, s in enumerate(sources)}
             width = 64
             scripted = np.full((len(scripts), width), eos_id, dtype=np.int64)
@@ -152,9 +152,8 @@ def references():
             self.seen = []
             self.depth = 0
 
-        @staticmethod
-        def _key(tokens):
-            return tuple(int(t) for t in tokens if int(t) != PAD)
+        def _key(self, tokens):
+            return tuple(int(t) for t in tokens if int(t) != self.config.pad_id)
 
         @contextlib.contextmanager
         def _called(self, what):

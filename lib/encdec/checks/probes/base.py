@@ -175,6 +175,7 @@ def auditing():
 # -- the base classes --------------------------------------------------------------------------------------
 class Probe:
     kind = "probe"
+    symptom = False  # True: it names a symptom (nan in the output), tried after the repair (judging.py)
 
     def safe_find(self, attempt, probes):
         try:

@@ -5,7 +5,10 @@ order. The first that names one wins; none of them changes the score.
    (core.diagnose and core.diagnose_error, run by the checker before anything here);
 2. an output whose shape says that pieces were joined along the wrong axis (shapes.joined): the repair,
    else that, before anything that reads the output's values (rows summing to 3 are that slip's effect);
-   otherwise the exercise's own probes, in the order it declares them (exact variants first, properties last);
+   otherwise what the returned value alone says (results.RESULT_PROBES: the right results in another
+   order, the right numbers in another shape, an integer array where the answer has fractions), then the
+   exercise's own probes, in the order it declares them (exact variants first, properties last), except
+   those that name a symptom rather than a cause (`symptom`: nan or inf in the output), tried after 4;
 3. an error read from the failing line, always on: an index with too many axes, a slice given a value of
    another length, None or a tuple used as an array (failed_lines.FAILED_LINE_PROBES): each names its
    cause, where an edit that happens to mend the part's cases (dropping `+ mask` where every case's mask
@@ -19,6 +22,7 @@ order. The first that names one wins; none of them changes the score.
 from .base import NO_PROBES, Finding
 from .failed_lines import FAILED_LINE_PROBES
 from .repair import Repair
+from .results import RESULT_PROBES
 from .shape_reasons import explain_shape, joined
 from .shapes import ERROR_PROBES
 
@@ -31,7 +35,13 @@ def find_slip(probes, attempt):
     wrong_axis = _joined(attempt)
     if wrong_axis is not None:
         return REPAIR.safe_find(attempt, probes) or wrong_axis
-    for probe in [*probes.probes, *FAILED_LINE_PROBES, REPAIR, *ERROR_PROBES]:
+    for probe in RESULT_PROBES:
+        finding = probe.safe_find(attempt, probes)
+        if finding is not None:
+            return finding
+    causes = [probe for probe in probes.probes if not probe.symptom]
+    symptoms = [probe for probe in probes.probes if probe.symptom]
+    for probe in [*causes, *FAILED_LINE_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:
         finding = probe.safe_find(attempt, probes)
         if finding is not None:
             return finding

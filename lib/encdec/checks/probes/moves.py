@@ -1,12 +1,13 @@
 """The edits of an answer's code that move or exchange whole pieces, tried by the repair probe after the
 one-token edits of edits.py: two arguments of a call in each other's place, a call around a value that
-should not be there, a statement in another order, out of or into a loop, one too many, and a variable
-read where another belongs. Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
+should not be there, a statement in another order, out of or into a loop, one too many, a variable read
+where another belongs, an argument where a number is written, and a sum for a product. Same contract as
+edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
 
 import ast
 
-from .edits import _NOT_WRAPPERS, Edit, _parent, _replace_child, _text
+from .edits import _NOT_WRAPPERS, Edit, _axis_values, _const_int, _inside_unary, _parent, _replace_child, _text
 
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)
 
@@ -175,6 +176,55 @@ def _instead(i, node, fdef):
                    f"it reads `{node.id}` where the formula uses the value in `{other}`.")
 
 
+def _parameters(fdef):
+    return [a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs) if a.arg != "self"]
+
+
+def _number_for_argument(i, node, fdef):
+    """`1e-5` written where the argument `eps` belongs (a default of the formula, not the caller's value)."""
+    if not (isinstance(node, ast.Constant) and type(node.value) in (int, float)):
+        return
+    if _inside_unary(fdef, node) or id(node) in _axis_values(fdef) or type(node.value) is int \
+            and node.value in (0, 1, -1, 2):
+        return
+    for name in _parameters(fdef):
+        def apply(n, tree, name=name):
+            parent = _parent(tree, n)
+            return parent is not None and _replace_child(parent, n, ast.Name(name, ast.Load()))
+        yield Edit(i, "argument", apply, f"`{name}` in place of the number `{_text(node)}`",
+                   f"the number is written into the code where the argument `{name}` belongs: the caller's value "
+                   "must be used (a test passes another one).")
+
+
+def axis_argument(i, node, fdef):
+    """`np.max(x, axis=-1)` in a function that takes `axis`: the caller's axis ignored. Tried before the other
+    axes (edits._axis), one of which can mend the case that passes that axis and break every other."""
+    names = [name for name in _parameters(fdef) if name in ("axis", "dim")]
+    if not names or id(node) not in _axis_values(fdef) or _inside_unary(fdef, node) \
+            or not (isinstance(node, ast.Constant) and type(node.value) is int or isinstance(node, ast.UnaryOp)
+                    and _const_int(node) is not None):
+        return
+
+    def apply(n, tree, name=names[0]):
+        parent = _parent(tree, n)
+        return parent is not None and _replace_child(parent, n, ast.Name(name, ast.Load()))
+    yield Edit(i, "argument", apply, f"`{names[0]}` in place of `{_text(node)}`",
+               f"the axis is written into the code where the argument `{names[0]}` belongs: the caller's axis "
+               "must be used (a test passes another one).")
+
+
+def _product_for_sum(i, node, fdef):
+    """`scores * mask` where an additive mask is added."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        def apply(n, tree):
+            n.op = ast.Add()
+            return True
+        yield Edit(i, "operator", apply, f"`+` in place of `*` in `{_text(node)}`",
+                   "a product where the formula adds: an additive mask (0 where visible, -inf where hidden) is added "
+                   "to the scores, not multiplied with them.")
+
+
 # moves and exchanges first; what removes a step (which can also undo a right step that a second slip
-# needs) after them, and another variable last
-STATEMENT_KINDS = [_swap_arguments, _unpack, _statements, _unwrap, _drop_term, _left_out, _instead]
+# needs) after them, another variable, then an argument for a number or a sum for a product, last
+STATEMENT_KINDS = [_swap_arguments, _unpack, _statements, _unwrap, _drop_term, _left_out, _instead,
+                   _number_for_argument, _product_for_sum]

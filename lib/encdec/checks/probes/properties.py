@@ -26,7 +26,7 @@ class RowsSumToOne(Property):
         with np.errstate(all="ignore"):
             sums = np.sum(w, axis=axis)
         ok = np.isclose(sums, 1.0, rtol=rtol, atol=max(atol, 1e-7)) | (sums == 0.0)
-        if np.all(ok):
+        if np.all(ok | np.isnan(sums)):  # rows of nan: a symptom (NotFinite), the repair may find its cause
             return None
         first = tuple(np.argwhere(~ok)[0])
         detail = f"{self.what}: the {'row' if axis in (-1, w.ndim - 1) else 'slice'} at {_at(first)} sums to {float(sums[first]):.4g}."
@@ -69,7 +69,7 @@ class MaskedKeysZero(Property):
             hidden = np.broadcast_to(np.isneginf(np.asarray(mask, dtype=np.float64)), w.shape)
         except ValueError:
             return None
-        bad = hidden & ~(w == 0.0)
+        bad = hidden & ~(w == 0.0) & ~np.isnan(w)  # nan: a symptom (NotFinite); the repair may find its cause
         if not np.any(bad):
             return None
         first = tuple(np.argwhere(bad)[0])
@@ -246,6 +246,7 @@ class NotFinite(Property):
     """nan or inf in the output where the answer is finite."""
 
     kind = "not_finite"
+    symptom = True  # it says what went wrong, not why: the repair, which may find why, is tried first
 
     def __init__(self, hint="Look for exp() of a large number (subtract the maximum first), a 0/0, "
                             "inf - inf or 0 * inf."):

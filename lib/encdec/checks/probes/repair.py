@@ -27,7 +27,7 @@ import types
 
 from .base import Finding, Probe, quiet
 from .edits import EXPRESSION_KINDS
-from .moves import STATEMENT_KINDS
+from .moves import STATEMENT_KINDS, axis_argument
 from .tracer import student_code
 
 BUDGET_SECONDS = 0.6  # for one failing case: the copies, their runs and the reference's on the part's cases
@@ -94,7 +94,7 @@ def _compiled(module, fn):
 
 def _edits(fdef):
     nodes = list(ast.walk(fdef))
-    for kind in [*EXPRESSION_KINDS, *STATEMENT_KINDS]:
+    for kind in [axis_argument, *EXPRESSION_KINDS, *STATEMENT_KINDS]:
         for i, node in enumerate(nodes):
             for edit in kind(i, node, fdef):
                 edit.lineno = edit.lineno or getattr(node, "lineno", 0)

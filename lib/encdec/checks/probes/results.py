@@ -1,0 +1,123 @@
+"""What the answer's returned value itself says, before any probe computes a variant: the right results in
+another order, the right numbers in another shape, and an integer array where the answer has fractions.
+Each reads only the answer's output and the reference's on the failing case, so each is exact: it names the
+slip only when the numbers say so. Always on, first in the judging order (judging.py).
+"""
+
+import itertools
+
+import numpy as np
+
+from .base import Probe
+
+
+def _array(value):
+    try:
+        if hasattr(value, "detach"):
+            value = value.detach().cpu().numpy()
+        arr = np.asarray(value)
+    except Exception:
+        return None
+    return arr if arr.dtype != object else None
+
+
+def _close(a, b, float32):
+    if a is None or b is None or a.shape != b.shape:
+        return False
+    if np.issubdtype(b.dtype, np.integer) or b.dtype == bool:
+        return bool(np.array_equal(a, b))
+    rtol, atol = (2e-4, 1e-5) if float32 else (1e-6, 1e-9)
+    with np.errstate(all="ignore"):
+        return bool(np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True))
+
+
+def _pairs(attempt):
+    """[(label, the answer's item, the reference's item)] of the output (one pair for a single array)."""
+    got, expected = attempt.got, attempt.expected
+    if isinstance(expected, tuple) and isinstance(got, (tuple, list)) and len(got) == len(expected):
+        names = attempt.names or tuple(f"item {i}" for i in range(len(expected)))
+        return [(names[i], got[i], expected[i]) for i in range(len(expected))]
+    return [("your result", got, expected)]
+
+
+class Reordered(Probe):
+    """(dQ, dV, dK) returned where the docstring says (dQ, dK, dV): every item right, in another order."""
+
+    kind = "result"
+
+    def find(self, attempt, probes):
+        got, expected = attempt.got, attempt.expected
+        if attempt.error is not None or not isinstance(expected, tuple) or not isinstance(got, (tuple, list)) \
+                or len(got) != len(expected) or len(expected) > 6:
+            return None
+        g = [_array(x) for x in got]
+        e = [_array(x) for x in expected]
+        if all(_close(g[i], e[i], attempt.float32) for i in range(len(e))):
+            return None  # right as it is
+        for order in itertools.permutations(range(len(e))):
+            moved = [i for i in range(len(e)) if order[i] != i]
+            if not moved or any(_close(e[i], e[order[i]], attempt.float32) for i in moved):
+                continue  # two items alike on this case: their order cannot be told
+            if all(_close(g[i], e[order[i]], attempt.float32) for i in range(len(e))):
+                names = attempt.names or tuple(f"item {i}" for i in range(len(expected)))
+                returned = ", ".join(names[k] for k in order)
+                return self.finding(attempt, "reordered", (
+                    f"every result is right, in another order: your function returns ({returned}); the docstring's "
+                    f"order is ({', '.join(names)}). Return them in that order."))
+        return None
+
+
+class Reshaped(Probe):
+    """A gradient returned flat (12,) where x is (3, 4): the right numbers, laid out in another shape."""
+
+    kind = "result"
+
+    def find(self, attempt, probes):
+        if attempt.error is not None:
+            return None
+        for label, got, expected in _pairs(attempt):
+            g, e = _array(got), _array(expected)
+            if g is None or e is None or g.shape == e.shape or g.size != e.size or e.size < 2:
+                continue
+            if [n for n in g.shape if n != 1] == [n for n in e.shape if n != 1]:
+                continue  # only axes of size 1 in other places (a mask's None axes): the shape explains it
+            if _close(g.reshape(e.shape), e, attempt.float32):
+                how = "flat, in one axis" if g.ndim == 1 else f"in the shape {g.shape}"
+                return self.finding(attempt, "reshaped", (
+                    f"{label} holds the right numbers, in the right order, but {how} where the answer has the shape "
+                    f"{e.shape}: the result was made (np.zeros(x.size), a ravel, a reshape) in another shape and not "
+                    f"given the input's shape back. Return it reshaped to {e.shape} (`.reshape(x.shape)`), or make "
+                    "it in that shape from the start (np.zeros_like(x))."))
+        return None
+
+
+class Truncated(Probe):
+    """np.zeros((n, d), dtype=int) filled with sines: an integer array where the answer has fractions."""
+
+    kind = "result"
+
+    def find(self, attempt, probes):
+        if attempt.error is not None:
+            return None
+        for label, got, expected in _pairs(attempt):
+            g, e = _array(got), _array(expected)
+            if g is None or e is None or g.shape != e.shape or not np.issubdtype(e.dtype, np.floating) \
+                    or not (np.issubdtype(g.dtype, np.integer) or g.dtype == bool):
+                continue
+            with np.errstate(all="ignore"):
+                fractional = np.isfinite(e) & (e != np.round(e))
+            if not fractional.any():
+                continue
+            how = next((name for name, f in (("toward zero", np.trunc), ("down", np.floor), ("to the nearest whole "
+                        "number", np.round)) if np.array_equal(g, f(e).astype(g.dtype))), None)
+            said = (f"each number of the answer rounded {how}: exactly what an integer array does to the numbers "
+                    "written into it" if how else "an integer array cannot hold the answer's fractions")
+            return self.finding(attempt, "integer", (
+                f"{label} is an integer array ({g.dtype}) where the answer has fractions; its values are {said}. "
+                "The array it was built in has an integer dtype: np.zeros(..., dtype=int), np.zeros_like or "
+                "np.empty_like of an integer array (token ids, positions from np.arange), or int() around a value. "
+                "Make it a float array (dtype=float, or np.zeros_like(x, dtype=float))."))
+        return None
+
+
+RESULT_PROBES = [Reordered(), Reshaped(), Truncated()]
