@@ -481,7 +481,7 @@ def _rms_bw(dout, x, gamma, eps=1e-6, factor=1.0, use_eps=True, dgamma_gamma=Fal
     return dx, dg * gamma if dgamma_gamma else dg
 
 
-@slip("rms_norm_backward", "probe:scale:other", "the entries of the second term of dx are multiplied by")
+@slip("rms_norm_backward", "probe:scale:other", "the entries of the second term of dx are 0.5 times the right ones")
 def rms_backward_half_second(dout, x, gamma, eps=1e-6):
     return _rms_bw(dout, x, gamma, eps, factor=0.5)
 

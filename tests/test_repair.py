@@ -542,3 +542,99 @@ def _attention_grads(dout, Q, K, V, weights):
     dW = dout @ np.swapaxes(V, -1, -2)
     dS = weights * (dW - np.sum(dW * weights, axis=-1, keepdims=True)) / np.sqrt(d_k)
     return dS @ K, np.swapaxes(dS, -1, -2) @ Q, dV
+
+
+# -- more failed lines: axes written out, an array as a condition, a call's tuple used as an array -------------
+def sdpa_axes_for_one_batch(Q, K, V, mask=None):
+    from encdec.attention import softmax
+    scores = Q @ np.transpose(K, (0, 2, 1)) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores + mask
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+
+
+def sdpa_if_mask(Q, K, V, mask=None):
+    from encdec.attention import softmax
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask:
+        scores = scores + mask
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+
+
+def test_axes_written_out_and_an_array_as_a_condition_are_named(no_catalog, monkeypatch):
+    monkeypatch.setattr(judging, "REPAIR", _Silent())
+    no_catalog("scaled_dot_product_attention")
+    _, text = feedback(lesson01.check_scaled_dot_product_attention, sdpa_axes_for_one_batch)
+    assert "`np.transpose(K, (0, 2, 1))` names 3 axes, and `K` has 2" in text and "np.swapaxes(x, -1, -2)" in text, text
+    _, text = feedback(lesson01.check_scaled_dot_product_attention, sdpa_if_mask)
+    assert "`if mask:` asks whether the array `mask` is true" in text and "`if mask is not None:`" in text, text
+
+
+def test_a_calls_tuple_used_as_an_array_is_named():
+    from encdec.checks.core import Attempt
+    from encdec.checks.probes.failed_lines import TupleOperand
+
+    def attend(x):
+        return x, x[..., :1]
+
+    def block(x):
+        return x + attend(x)
+    case = Case("x", (np.ones((3, 4)),))
+    outcome = run_student(block, case.args)
+    found = TupleOperand().find(Attempt("block", case, error=outcome.error), None)
+    assert found is not None and "`attend(x)` is used as an array" in found.diagnosis
+    assert "`out, _ = attend(x)`" in found.diagnosis
+
+
+def test_temperature_zero_divided_is_named(no_catalog):
+    from encdec.checks import lesson09
+    no_catalog("sample_next_token")
+
+    def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
+        rng = np.random.default_rng(rng)
+        z = np.asarray(logits, dtype=float) / temperature
+        p = np.exp(z - z.max(axis=-1, keepdims=True))
+        p = p / p.sum(axis=-1, keepdims=True)
+        u = rng.random(p.shape[:-1] + (1,))
+        return np.minimum((np.cumsum(p, axis=-1) < u).sum(axis=-1), p.shape[-1] - 1)
+    _, text = feedback(lesson09.check_sample_next_token, sample_next_token)
+    assert "at temperature 0 your code divides the logits by 0" in text, text
+
+
+def test_the_step_by_step_loop_is_traced_as_parts_of_the_right_values(no_catalog):
+    """Cross-attention step by step with the weights stacked on a new axis: each pass's output and weights are
+    a part of the right values (one decoder position), so the tracer points at the line that stacks them."""
+    from encdec.checks import lesson04
+    no_catalog("cross_attention_step_by_step")
+
+    def cross_attention_step_by_step(mha, H_enc, H_dec, mask=None):
+        K, V = mha.project_kv(H_enc)
+        outs, ws = [], []
+        for t in range(H_dec.shape[-2]):
+            o, w = mha.attend(H_dec[..., t:t + 1, :], K, V, mask)
+            outs.append(o)
+            ws.append(w)
+        return np.concatenate(outs, axis=-2), np.stack(ws)
+    _, text = feedback(lesson04.check_cross_attention_step_by_step, cross_attention_step_by_step)
+    assert "`return np.concatenate(outs, axis=-2), np.stack(ws)`" in text, text
+    assert "(a part of the right value)" in text, text
+
+
+def test_weights_of_another_shape_are_not_read_against_the_mask(no_catalog):
+    """An extra axis in the mask gives weights of another shape: nothing is said about hidden keys getting
+    weight (the broadcast mask no longer lines up with them); the shape is explained instead."""
+    from encdec.checks import lesson04
+    no_catalog("cross_attention")
+
+    def cross_attention(Q, K, V, mask=None):
+        from encdec.attention import softmax
+        scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+        if mask is not None:
+            scores = scores + mask[..., None, :]
+        weights = softmax(scores, axis=-1)
+        return weights @ V, weights
+    score, text = feedback(lesson04.check_cross_attention, cross_attention)
+    assert score < 3 and "there is an extra axis" in text, text
+    assert "Keys that the mask hides get weight" not in text, text

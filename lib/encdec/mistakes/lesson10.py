@@ -308,6 +308,36 @@ def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):
     return loss.item(), norm.item()
 
 
+@mistake("torch_train_step", "zero_grad_after_backward",
+         "optimizer.zero_grad() runs after loss.backward(), so it wipes the gradients this step has just "
+         "computed: the clipping and the update then see zeros, and the weights do not move. zero_grad() clears "
+         "what the previous step left: call it first, before the forward pass and loss.backward().")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    _set_lr(optimizer, lr)
+    loss = _loss(model(src, _shift_right(tgt, bos_id)), tgt, model.config.pad_id)
+    loss.backward()
+    optimizer.zero_grad()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item(), norm.item()
+
+
+@mistake("torch_train_step", "zero_grad_before_step",
+         "optimizer.zero_grad() runs between the clipping and optimizer.step(), so the step sees gradients of "
+         "zero and the weights do not move (the norm, taken before, still looks right). zero_grad() clears what "
+         "the previous step left: call it first, before the forward pass and loss.backward().")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    _set_lr(optimizer, lr)
+    loss = _loss(model(src, _shift_right(tgt, bos_id)), tgt, model.config.pad_id)
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.zero_grad()
+    optimizer.step()
+    return loss.item(), norm.item()
+
+
 @mistake("torch_train_step", "clip_after_step",
          "the clipping does not reach the update: clip_grad_norm_ runs either before loss.backward() (on "
          "gradients that are not this step's yet) or after optimizer.step() (when the update has already "
@@ -320,6 +350,21 @@ def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa:
     loss.backward()
     optimizer.step()
     norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    return loss.item(), norm.item()
+
+
+@mistake("torch_train_step", "clip_before_backward",
+         "the clipping does not reach the update: clip_grad_norm_ runs before loss.backward(), on gradients "
+         "that are not this step's yet (zero after zero_grad(), so the norm it returns is 0), and the update "
+         "then uses the unclipped ones. Clip between loss.backward() and optimizer.step().")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    _set_lr(optimizer, lr)
+    loss = _loss(model(src, _shift_right(tgt, bos_id)), tgt, model.config.pad_id)
+    optimizer.zero_grad()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    loss.backward()
+    optimizer.step()
     return loss.item(), norm.item()
 
 

@@ -8,8 +8,27 @@ from ...mistakes import CATALOG
 from ..core import Case, Checker, compare, run_student, with_cause
 from ..exercises import Exercise
 from ..fixtures import generator
+from ..probes import Probes, Property
 from .sampling_draws import LOGITS, N_DRAWS, _as_ids, _close, _fmt_p, _frequencies, sampling_cases
 from .sampling_slips import _sampling_diagnosis, _sampling_probe
+
+
+class DividedByZero(Property):
+    """Temperature 0 taken through the division: logits / 0 gives inf and nan, and the draw is garbage."""
+
+    kind = "temperature"
+
+    def inspect(self, attempt, probes):
+        if attempt.case.kwargs.get("temperature") != 0:
+            return None
+        with np.errstate(divide="warn", invalid="warn"):  # the probes run with NumPy's warnings off
+            outcome = attempt.rerun(attempt.args(), attempt.kwargs())
+        if not any("divide" in w for w in outcome.warnings):
+            return None
+        return self.finding(attempt, "zero_divided", (
+            "at temperature 0 your code divides the logits by 0 (NumPy warns: divide by zero), which gives inf and "
+            "nan, so what it draws is not the argmax. Temperature 0 is the limit, not a division: handle it first, "
+            "`if temperature == 0: return np.argmax(logits, axis=-1)`, then divide for T > 0."))
 
 
 def _one_at_a_time(fn, case, forbidden):
@@ -119,7 +138,8 @@ def _check_shapes_and_seed(c, fn, catalog, forbidden):
              Case("temperature=0 on a batch of logits (2, 3, 7): one id per row", (r.normal(size=(2, 3, 7)) * 3,),
                   {"temperature": 0.0, "rng": generator(5)}, hidden=True)]
     c.check_cases("temperature=0 picks the most probable token (no randomness)", fn,
-                  lambda x, temperature, rng: np.argmax(x, axis=-1), cases, catalog=catalog, forbidden=forbidden)
+                  lambda x, temperature, rng: np.argmax(x, axis=-1), cases, catalog=catalog, forbidden=forbidden,
+                  probes=Probes(None, DividedByZero()))
     first = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": generator(3)}, forbidden)
     again = run_student(fn, (np.repeat(LOGITS[None], 50, axis=0),), {"rng": generator(3)}, forbidden)
     if first.error is None and again.error is None:

@@ -28,7 +28,8 @@ def _close(a, b):
 
 def relation(mine, right):
     """How `mine` holds the same numbers as `right`: "equal", "transposed", "reshaped", "broadcast",
-    "reciprocal" (1 / the right value: a product where the formula divides), or None."""
+    "reciprocal" (1 / the right value: a product where the formula divides), "sliced" (the right value at some
+    positions of one axis: one pass of a loop), or None."""
     if _close(mine, right):
         return "equal"
     if mine.shape == right.shape and np.all(np.isfinite(mine)) and np.all(mine != 0) and np.all(np.isfinite(right)):
@@ -48,7 +49,29 @@ def relation(mine, right):
                 return "broadcast"
         except ValueError:
             pass
-    return None
+    return SLICE if _slice_of(mine, right) else None
+
+
+SLICE = "sliced"  # one step of a loop: the numbers of some positions of the right value
+
+
+def _slice_of(mine, right):
+    """True when `mine` is the right value at some consecutive positions along one axis (`right[..., t:t+k, :]`)
+    or at one position, the axis dropped (`right[..., t, :]`): what one pass of a loop over that axis makes."""
+    if not 0 < mine.size < right.size or right.size > 200_000 or mine.ndim not in (right.ndim, right.ndim - 1):
+        return False
+    for k in range(right.ndim):
+        if mine.ndim == right.ndim:
+            if mine.shape[:k] + mine.shape[k + 1:] != right.shape[:k] + right.shape[k + 1:] \
+                    or mine.shape[k] >= right.shape[k]:
+                continue
+            n = mine.shape[k]
+            if any(_close(np.take(right, range(t, t + n), axis=k), mine) for t in range(right.shape[k] - n + 1)):
+                return True
+        elif right.shape[:k] + right.shape[k + 1:] == mine.shape:
+            if any(_close(np.take(right, t, axis=k), mine) for t in range(right.shape[k])):
+                return True
+    return False
 
 
 def _matches(value, pool):
@@ -153,8 +176,9 @@ def _locate(attempt, reference, seconds):
             position = ahead[0][0]
             whole = any(pool[i].line != PART for i, _ in ahead)  # not only a step inside a line of the reference
             matched.append((k, value, ahead[0][1] if whole else PART))
-            used = _names(value.line)
-            pending = [(j, w) for j, w in pending if w.name not in used]
+            if ahead[0][1] != SLICE:  # one pass right forgives no earlier pass of the same line
+                used = _names(value.line)
+                pending = [(j, w) for j, w in pending if w.name not in used]
         elif not found:
             pending.append((k, value))
     if not pending:
@@ -169,7 +193,8 @@ def _locate(attempt, reference, seconds):
         said += f"and no right value along the way holds its numbers: {how}."
     else:
         said += "which no value of the right computation has."
-    right_so_far = [f"{_called(v)} on {_where(v, mine.passes)}" + (f" (as the right value {how})" if how not in ("equal", PART) else "")
+    right_so_far = [f"{_called(v)} on {_where(v, mine.passes)}" + (f" (as the right value {how})" if how not in ("equal", PART, SLICE)
+                                                               else " (a part of the right value)" if how == SLICE else "")
                     for k, v, how in matched if k < first][-3:]
     if right_so_far:
         said += " Up to there your values are right: " + ", ".join(right_so_far) + "."

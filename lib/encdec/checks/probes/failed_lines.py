@@ -1,7 +1,8 @@
 """Errors that are not about two shapes meeting, read from the student's failing line like shapes.py reads a
 shape error: an index with more axes than the array has (a batch axis taken for granted), a slice assigned
 a value of another length (an odd size split in halves), None used as an array (an optional argument not
-given), and a tuple used as an array (a call that returns two values, not unpacked). Each names the
+given), a tuple used as an array (a call that returns two values, not unpacked), axes written out for one
+batch axis (np.transpose(K, (0, 2, 1))), and an array used as a condition (`if mask:`). Each names the
 variable, its shape or value, and the usual cause, in the student's names. Always on, after the repair.
 """
 
@@ -21,7 +22,10 @@ def failing_line(exc):
         return None
     entry = traceback.extract_tb(tb, limit=1)[0]
     raw = (linecache.getline(entry.filename, entry.lineno) or entry.line or "").strip()
-    tree = _parsed(raw.removeprefix("return ").rstrip(":"), raw)
+    text = raw.removeprefix("return ").rstrip(":")
+    for keyword in ("if ", "elif ", "while "):  # a condition's line: its expression
+        text = text.removeprefix(keyword)
+    tree = _parsed(text, raw)
     return (tb.tb_frame, raw, tree) if tree is not None else None
 
 
@@ -158,7 +162,86 @@ class TupleOperand(Probe):
                     f"`{node.id}` is a tuple of {len(value)} arrays (shapes {listed}), not an array: the call that "
                     f"made it returns more than one value (a block or an attention returns its output and its "
                     f"weights). Unpack it where it is made: `{node.id}, _ = ...`."))
+        if isinstance(exc, ValueError) and "inhomogeneous" in str(exc):  # x + attend(...): the tuple never named
+            calls = [side for op in ast.walk(tree) if isinstance(op, ast.BinOp)
+                     for side in (op.left, op.right) if isinstance(side, ast.Call)]
+            if len(calls) == 1:
+                call = ast.unparse(calls[0])
+                return self.finding(attempt, "call_not_unpacked", (
+                    f"`{call}` is used as an array, and NumPy could not make one array of what it returned: it "
+                    "returns more than one value (a block or an attention returns its output and its weights). "
+                    f"Unpack it first: `out, _ = {call}`, then use `out`."))
         return None
 
 
-FAILED_LINE_PROBES = [TooManyIndices(), SliceAssignment(), NoneOperand(), TupleOperand()]
+class AxesForOneBatch(Probe):
+    """`np.transpose(K, (0, 2, 1))` on an unbatched K (n, d_k): the axes written out for exactly one batch axis."""
+
+    kind = "axes"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        if not isinstance(exc, ValueError) or "axes don't match array" not in str(exc):
+            return None
+        found = failing_line(exc)
+        if found is None:
+            return None
+        frame, line, tree = found
+        for node in ast.walk(tree):
+            target, axes = _transposed(node)
+            a = _resolve(target, frame) if target is not None else None
+            if a is None:
+                continue
+            return self.finding(attempt, "one_batch_axis", (
+                f"`{ast.unparse(node)}` names {axes} axes, and `{ast.unparse(target)}` has {a.ndim} (shape "
+                f"{a.shape}): axes written out one by one fit only inputs with exactly that many leading (batch) "
+                "axes, and inputs come with any number (the docstring's `...`). Exchange axes counted from the end, "
+                "whatever leads: `np.swapaxes(x, -1, -2)` for the last two (`-2, -3` for the heads' axis and the "
+                "positions')."))
+        return None
+
+
+def _transposed(node):
+    """(the array, how many axes are named) of np.transpose(x, (0, 2, 1)), x.transpose(0, 2, 1) or
+    x.transpose((0, 2, 1)); (None, 0) for anything else."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose"):
+        return None, 0
+    if isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy"):
+        if len(node.args) == 2 and isinstance(node.args[1], (ast.Tuple, ast.List)):
+            return node.args[0], len(node.args[1].elts)
+        return None, 0
+    if len(node.args) == 1 and isinstance(node.args[0], (ast.Tuple, ast.List)):
+        return node.func.value, len(node.args[0].elts)
+    return (node.func.value, len(node.args)) if len(node.args) > 1 else (None, 0)
+
+
+class ArrayAsCondition(Probe):
+    """`if mask:` where mask is an array: the truth of an array is ambiguous; an optional argument is tested
+    with `is not None`."""
+
+    kind = "condition"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        if not isinstance(exc, ValueError) or "truth value of an array" not in str(exc):
+            return None
+        found = failing_line(exc)
+        if found is None:
+            return None
+        frame, line, tree = found
+        code = frame.f_code
+        params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and hasattr(frame.f_locals.get(node.id), "shape"):
+                if node.id in params:
+                    return self.finding(attempt, "optional_argument", (
+                        f"`{line}` asks whether the array `{node.id}` is true, which NumPy cannot say for more than one "
+                        f"number. To use an optional argument only when it is given, test `if {node.id} is not None:`."))
+                return self.finding(attempt, "array", (
+                    f"`{line}` asks whether the array `{node.id}` is true, which NumPy cannot say for more than one "
+                    "number: say which you mean, `.any()` or `.all()`, or `is not None` for a value that may be None."))
+        return None
+
+
+FAILED_LINE_PROBES = [TooManyIndices(), SliceAssignment(), NoneOperand(), TupleOperand(), AxesForOneBatch(),
+                      ArrayAsCondition()]

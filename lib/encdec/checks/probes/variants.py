@@ -236,6 +236,12 @@ class Scale(Variant):
         from .constants import name_number
         named = name_number(factor, getattr(attempt, "sizes", None))
         shown = f"{factor:.4g}" + (f" = {named}" if named else "")
+        if label == f"{right_factor:g}":  # the right factor is a plain number (1: no scaling at all)
+            return self.finding(attempt, "other", (
+                f"{self.what} are {factor / right_factor:.4g} times the right ones" + (f" ({named})" if named else "")
+                + ": a factor the formula does not have, or a constant of it computed otherwise than written. Check "
+                "each power and quotient, and how Python groups them: `1 / d ** 1/2` is `(1 / d ** 1) / 2`, where "
+                "`d ** -0.5` is meant."))
         return self.finding(attempt, "other", (
             f"{self.what} are multiplied by {shown} where {label} = {right_factor:.4g} is right "
             f"({factor / right_factor:.4g} times the right factor). Scale them by {label} exactly once."))
