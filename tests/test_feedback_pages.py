@@ -75,3 +75,57 @@ def test_one_page_per_student_across_lessons(tmp_path):
     assert "7 / 18 points over 2 lessons" in ann and f'href="{L1}/{L1}.html"' in ann
     assert "Likely cause: the wrong axis" in ann and "missing: no submission" in ann
     assert "failed: not valid JSON" in (tmp_path / "ben" / "index.html").read_text()
+
+
+def _feedback_config():
+    import os
+
+    import nbgrader.api
+
+    from autograder import nbgrader_glue
+    config = nbgrader_glue.load_config()
+    formgrader = os.path.join(os.path.dirname(nbgrader.api.__file__), "server_extensions", "formgrader")
+    config.HTMLExporter.template_name = "feedback"  # as nbgrader's GenerateFeedback sets them
+    config.HTMLExporter.extra_template_basedirs = [os.path.join(formgrader, "templates")]
+    config.HTMLExporter.extra_template_paths = [os.path.join(formgrader, "static", "node_modules", "bootstrap",
+                                                             "dist", "css")]
+    return config
+
+
+def _lines(html):
+    from bs4 import BeautifulSoup
+    return [line for line in str(BeautifulSoup(html, features="html.parser")).splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("lesson", ["01_attention", "10_capstone"])
+def test_the_page_is_nbconverts_without_its_soup_pass(lesson, monkeypatch):
+    """The page the course writes equals, element by element, the page nbconvert's HTMLExporter writes with
+    its BeautifulSoup pass (which the course leaves out for its time)."""
+    nb = solution(lesson)
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            meta["score"], meta["max_score"] = 0.0, float(meta.get("points", 0))
+    resources = {"nbgrader": {"notebook": lesson, "score": 0.0, "max_score": 0.0, "late_penalty": 0.0}}
+    ours, _ = feedback_exporter.FeedbackExporter(config=_feedback_config()).from_notebook_node(nb, dict(resources))
+    monkeypatch.setattr(feedback_exporter.FeedbackExporter, "_page",
+                        lambda self, nb, resources=None, **kw: feedback_exporter.HTMLExporter.from_notebook_node(
+                            self, nb, resources, **kw))
+    theirs, _ = feedback_exporter.FeedbackExporter(config=_feedback_config()).from_notebook_node(nb, dict(resources))
+    assert _lines(ours) == _lines(theirs)
+
+
+def test_the_accessibility_attributes_are_nbconverts():
+    """An image without alt text and lab's focusable cells get what nbconvert's soup pass gives them."""
+    from bs4 import BeautifulSoup
+    page = ('<div class="jp-Notebook"><div class="jp-Cell-inputWrapper"><img src="a.png"></div>'
+            '<div class="jp-RenderedText jp-OutputArea-output" data-mime-type="text/plain">x</div>'
+            '<img alt="kept" src="b.png"></div>')
+    soup = BeautifulSoup(page, features="html.parser")  # what nbconvert 7.17's HTMLExporter does
+    for elem in soup.select("img:not([alt])"):
+        elem.attrs["alt"] = "No description has been provided for this image"
+    for elem in soup.select(".jp-Notebook div.jp-Cell-inputWrapper, .jp-Notebook div.jp-OutputArea-output"):
+        elem.attrs["tabindex"] = "0"
+    assert _lines(feedback_exporter.accessible(page)) == _lines(str(soup))
+    plain = '<div class="jp-Cell-inputWrapper">no notebook around it</div>'
+    assert feedback_exporter.accessible(plain) == plain
