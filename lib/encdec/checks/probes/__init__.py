@@ -44,12 +44,14 @@ After an exercise's own probes, two always-on kinds: the repair (`repair.py`, wi
 `edits.py` and `moves.py`) finds the one small edit of the answer's own code that makes it right on every
 case of the part and names its line ("`/` in place of `//`", "axis=-1 in place of axis=0", "line 7 after
 the loop"); the failed-line probes (`failed_lines.py`) explain an index with too many axes, a slice given a
-value of another length, None or a tuple used as an array.
+value of another length, None or a tuple used as an array, axes written out for one batch axis, an array
+used as a condition. Before them all, what the returned value alone says (`results.py`): the right results
+in another order, the right numbers in another shape, an integer array where the answer has fractions.
 
 The package, one module a kind: base (Finding, Knobs, Probes, Probe, Variant, Property, the audit),
 variants, properties (attention's rules), behaviour (calls, invariants, decoded rows), combos (named
-choices for gradients, training and decoding), constants (fitted numbers), repair with edits and moves,
-failed_lines, shapes (shape errors, and a wrong output shape explained) with views (the arrays a failing
+choices for gradients, training and decoding), constants (fitted numbers), results (what the returned
+value alone says), repair with edits and moves, failed_lines, shapes (shape errors, and a wrong output shape explained) with views (the arrays a failing
 line's expressions hold), tracer and divergence (the first line that goes wrong), and judging.py, the one
 place that says in which order the causes of a failure are looked for.
 
