@@ -1,7 +1,11 @@
 """The typed units of grading: a job per (student, lesson) in, a row per job out, and where a run
-writes. Collection (collection.py) makes the jobs, the pipeline (pipeline.py) grades them, the
-gradebook (gradebook.py) keeps the rows."""
+writes (Outputs, and the scratch folder in memory). Collection (collection.py) makes the jobs, the
+pipeline (pipeline.py) grades them, the gradebook (gradebook.py) keeps the rows."""
 
+import atexit
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,3 +67,28 @@ class Outputs:
 
     def graded_notebook(self, student, lesson):
         return self.autograded / student / lesson / f"{lesson}.ipynb"
+
+
+def scratch_in_memory(shm=Path("/dev/shm")):
+    """A folder in memory for the run's scratch courses (None where there is none), named with this process's
+    id; removed when the process ends, and the folders of processes that died first (a killed grader, a lost
+    Dask worker) removed here, so that none of them holds the machine's memory."""
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        return None
+    for stale in shm.glob("ag-scratch-*-*"):
+        pid = stale.name.split("-")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"ag-scratch-{os.getpid()}-", dir=shm))
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    return scratch
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -23,7 +23,7 @@ from pathlib import Path
 from . import collection, integrity, nbgrader_glue, records, sandbox, settings, timed_process
 from .audit import audit_notebook
 from .course import matching, points, source_facts
-from .jobs import Job, Outputs, Row  # noqa: F401 (Job and Outputs: the pipeline's interface too)
+from .jobs import Job, Outputs, Row, scratch_in_memory  # noqa: F401 (Job and Outputs: the pipeline's interface too)
 
 DEFAULT_TIMEOUT = 600  # seconds per notebook, all cells (GRADE_TIMEOUT overrides it)
 WARM = ["nbgrader.apps", "nbgrader.api", "nbgrader.converters", "autograder.nbgrader_glue", "autograder.feedback"]
@@ -218,9 +218,7 @@ def prepare(out, sandbox_mode="on", lessons=None, warm=None):
         facts = {lesson: source_facts(lesson) for lesson in every}
         maxima = {lesson: points(lesson, course / "solutions") for lesson in every}
         jail, contained = probed.result()
-    shm = Path("/dev/shm")
-    scratch = Path(tempfile.mkdtemp(prefix="ag-scratch-", dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) else None
-    return Setup(course, template, facts, out, jail, digest, contained, maxima, fast=True, scratch=scratch)
+    return Setup(course, template, facts, out, jail, digest, contained, maxima, fast=True, scratch=scratch_in_memory())
 
 
 def lessons_of(jobs):

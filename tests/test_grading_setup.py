@@ -109,3 +109,25 @@ def _job(student, lesson):
 ])
 def test_the_feedback_pages_built_ahead(jobs, warmed):
     assert pipeline.lessons_to_warm([_job(*j) for j in jobs]) == warmed
+
+
+def test_the_scratch_in_memory_is_removed_with_its_process_and_a_dead_ones_by_the_next(tmp_path):
+    import subprocess
+    import sys
+
+    from autograder.jobs import scratch_in_memory
+    gone = tmp_path / f"ag-scratch-{2 ** 22 + 12345}-abc"  # an id above pid_max's default: no such process
+    gone.mkdir()
+    (gone / "job").mkdir()
+    mine = tmp_path / f"ag-scratch-{os.getpid()}-keep"  # a live process's (this one's)
+    mine.mkdir()
+    other = tmp_path / "ag-scratch-unnamed"  # no process id in its name: left alone
+    other.mkdir()
+    made = scratch_in_memory(tmp_path)
+    assert made.parent == tmp_path and made.name.startswith(f"ag-scratch-{os.getpid()}-")
+    assert not gone.exists() and mine.exists() and other.exists()
+
+    code = ("import sys; from pathlib import Path; from autograder.jobs import scratch_in_memory; "
+            f"print(scratch_in_memory(Path({str(tmp_path)!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip() and not Path(out.strip()).exists()  # removed when that process ended
