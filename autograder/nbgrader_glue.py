@@ -33,6 +33,19 @@ def load_config(config_dir=HERE, **overrides):
     return config
 
 
+def feedback_config():
+    """load_config() with the HTML exporter set as nbgrader's GenerateFeedback sets it (its feedback template,
+    bootstrap's CSS): what the process server's warm-up builds each lesson's page with."""
+    import nbgrader.api
+    config = load_config()
+    formgrader = os.path.join(os.path.dirname(nbgrader.api.__file__), "server_extensions", "formgrader")
+    config.HTMLExporter.template_name = "feedback"
+    config.HTMLExporter.extra_template_basedirs = [os.path.join(formgrader, "templates")]
+    config.HTMLExporter.extra_template_paths = [os.path.join(formgrader, "static", "node_modules", "bootstrap",
+                                                             "dist", "css")]
+    return config
+
+
 def api_for(config):
     put_venv_on_path()
     from nbgrader.apps import NbGraderAPI

@@ -24,12 +24,7 @@ def _warm():
     sqlalchemy.orm.configure_mappers()
     assert nbgrader.api.Gradebook
     notebooks = [p for p in os.environ.get("AUTOGRADER_WARM", "").split(os.pathsep) if p]
-    config = nbgrader_glue.load_config()
-    formgrader = os.path.join(os.path.dirname(nbgrader.api.__file__), "server_extensions", "formgrader")
-    config.HTMLExporter.template_name = "feedback"  # as nbgrader's GenerateFeedback sets them
-    config.HTMLExporter.extra_template_basedirs = [os.path.join(formgrader, "templates")]
-    config.HTMLExporter.extra_template_paths = [os.path.join(formgrader, "static", "node_modules", "bootstrap",
-                                                             "dist", "css")]
+    config = nbgrader_glue.feedback_config()
     for path in notebooks:
         try:
             nb = nbformat.read(path, as_version=4)

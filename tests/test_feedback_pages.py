@@ -5,7 +5,7 @@ student."""
 import nbformat
 import pytest
 
-from autograder import feedback_exporter, feedback_pages
+from autograder import feedback_exporter, feedback_pages, nbgrader_glue
 from autograder.pipeline import Job, Row
 from autograder.records import MIME
 from nbtools import solution
@@ -77,21 +77,6 @@ def test_one_page_per_student_across_lessons(tmp_path):
     assert "failed: not valid JSON" in (tmp_path / "ben" / "index.html").read_text()
 
 
-def _feedback_config():
-    import os
-
-    import nbgrader.api
-
-    from autograder import nbgrader_glue
-    config = nbgrader_glue.load_config()
-    formgrader = os.path.join(os.path.dirname(nbgrader.api.__file__), "server_extensions", "formgrader")
-    config.HTMLExporter.template_name = "feedback"  # as nbgrader's GenerateFeedback sets them
-    config.HTMLExporter.extra_template_basedirs = [os.path.join(formgrader, "templates")]
-    config.HTMLExporter.extra_template_paths = [os.path.join(formgrader, "static", "node_modules", "bootstrap",
-                                                             "dist", "css")]
-    return config
-
-
 def _lines(html):
     from bs4 import BeautifulSoup
     return [line for line in str(BeautifulSoup(html, features="html.parser")).splitlines() if line.strip()]
@@ -107,11 +92,11 @@ def test_the_page_is_nbconverts_without_its_soup_pass(lesson, monkeypatch):
         if meta.get("grade"):
             meta["score"], meta["max_score"] = 0.0, float(meta.get("points", 0))
     resources = {"nbgrader": {"notebook": lesson, "score": 0.0, "max_score": 0.0, "late_penalty": 0.0}}
-    ours, _ = feedback_exporter.FeedbackExporter(config=_feedback_config()).from_notebook_node(nb, dict(resources))
+    ours, _ = feedback_exporter.FeedbackExporter(config=nbgrader_glue.feedback_config()).from_notebook_node(nb, dict(resources))
     monkeypatch.setattr(feedback_exporter.FeedbackExporter, "_page",
                         lambda self, nb, resources=None, **kw: feedback_exporter.HTMLExporter.from_notebook_node(
                             self, nb, resources, **kw))
-    theirs, _ = feedback_exporter.FeedbackExporter(config=_feedback_config()).from_notebook_node(nb, dict(resources))
+    theirs, _ = feedback_exporter.FeedbackExporter(config=nbgrader_glue.feedback_config()).from_notebook_node(nb, dict(resources))
     assert _lines(ours) == _lines(theirs)
 
 

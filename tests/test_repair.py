@@ -638,3 +638,28 @@ def test_weights_of_another_shape_are_not_read_against_the_mask(no_catalog):
     score, text = feedback(lesson04.check_cross_attention, cross_attention)
     assert score < 3 and "there is an extra axis" in text, text
     assert "Keys that the mask hides get weight" not in text, text
+
+
+def test_the_cases_added_for_answers_that_kept_full_marks():
+    """9.2 at temperature 0 on a batch of rows, 10.5 with predictions longer than the targets: wrong answers
+    that passed every case before now lose points, each with a reason."""
+    from encdec.checks import lesson09, lesson10
+
+    def argmax_flat(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
+        if temperature == 0:
+            return np.argmax(logits)  # over the flattened array
+        return lesson09.SAMPLE_NEXT_TOKEN.reference(logits, temperature, top_k, top_p, rng)
+    from encdec.checks.core import reference_allowed
+    with reference_allowed():
+        score, text = feedback(lesson09.check_sample_next_token, argmax_flat)
+    assert score < 3 and "temperature=0 on a batch of logits (2, 3, 7)" in text, text
+
+    def no_truncate(model, src, tgt, bos_id, eos_id, max_len):
+        import torch.nn.functional as F
+        pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+        pad = model.config.pad_id
+        if tgt.shape[1] > pred.shape[1]:
+            pred = F.pad(pred, (0, tgt.shape[1] - pred.shape[1]), value=pad)
+        return ((pred == tgt) | (tgt == pad)).all(dim=1).float().mean().item()
+    score, text = feedback(lesson10.check_exact_match, no_truncate)
+    assert score < 2 and "max_len 6, more than the targets' width" in text and "Likely cause" in text, text

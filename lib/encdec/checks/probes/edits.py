@@ -261,13 +261,16 @@ _FLIP = {ast.Add: (ast.Sub, "+", "-"), ast.Sub: (ast.Add, "-", "+"), ast.Mult: (
 def _flip(i, node, fdef):
     if isinstance(node, ast.BinOp) and type(node.op) in _FLIP:
         new, old_text, new_text = _FLIP[type(node.op)]
-
-        def apply(n, tree, new=new):
-            n.op = new()
-            return True
         what = "a sign" if old_text in "+-" else "a product for a quotient" if old_text == "*" else "a quotient for a product"
-        yield Edit(i, "operator", apply, f"`{new_text}` in place of `{old_text}` in `{_text(node)}`",
-                   f"{what}: the formula has `{new_text}` there.")
+        yield operator_edit(i, node, new, old_text, new_text, f"{what}: the formula has `{new_text}` there.")
+
+
+def operator_edit(i, node, new, old_text, new_text, why):
+    """The edit that puts the operator `new` (an ast class) in place of the binary operation's own."""
+    def apply(n, tree):
+        n.op = new()
+        return True
+    return Edit(i, "operator", apply, f"`{new_text}` in place of `{old_text}` in `{_text(node)}`", why)
 
 
 def _off_by_one(i, node, fdef):

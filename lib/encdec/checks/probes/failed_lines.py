@@ -29,6 +29,14 @@ def failing_line(exc):
     return (tb.tb_frame, raw, tree) if tree is not None else None
 
 
+def _failed(attempt, kinds, words):
+    """failing_line() of the answer's error when it is one of `kinds` and its message says `words`, else None."""
+    exc = attempt.error
+    if not isinstance(exc, kinds) or words not in str(exc):
+        return None
+    return failing_line(exc)
+
+
 def _indexed(subscript):
     """How many axes an index takes (None and ... take none)."""
     elts = subscript.slice.elts if isinstance(subscript.slice, ast.Tuple) else [subscript.slice]
@@ -41,10 +49,7 @@ class TooManyIndices(Probe):
     kind = "indexing"
 
     def find(self, attempt, probes):
-        exc = attempt.error
-        if not isinstance(exc, IndexError) or "too many indices" not in str(exc):
-            return None
-        found = failing_line(exc)
+        found = _failed(attempt, IndexError, "too many indices")
         if found is None:
             return None
         frame, line, tree = found
@@ -116,10 +121,7 @@ class NoneOperand(Probe):
     kind = "none"
 
     def find(self, attempt, probes):
-        exc = attempt.error
-        if not isinstance(exc, (TypeError, AttributeError)) or "NoneType" not in str(exc):
-            return None
-        found = failing_line(exc)
+        found = _failed(attempt, (TypeError, AttributeError), "NoneType")
         if found is None:
             return None
         frame, line, tree = found
@@ -180,10 +182,7 @@ class AxesForOneBatch(Probe):
     kind = "axes"
 
     def find(self, attempt, probes):
-        exc = attempt.error
-        if not isinstance(exc, ValueError) or "axes don't match array" not in str(exc):
-            return None
-        found = failing_line(exc)
+        found = _failed(attempt, ValueError, "axes don't match array")
         if found is None:
             return None
         frame, line, tree = found
@@ -222,10 +221,7 @@ class ArrayAsCondition(Probe):
     kind = "condition"
 
     def find(self, attempt, probes):
-        exc = attempt.error
-        if not isinstance(exc, ValueError) or "truth value of an array" not in str(exc):
-            return None
-        found = failing_line(exc)
+        found = _failed(attempt, ValueError, "truth value of an array")
         if found is None:
             return None
         frame, line, tree = found

@@ -7,7 +7,8 @@ edits.py: each kind yields Edit(index, kind, apply, said, why).
 
 import ast
 
-from .edits import _NOT_WRAPPERS, Edit, _axis_values, _const_int, _inside_unary, _parent, _replace_child, _text
+from .edits import (_NOT_WRAPPERS, Edit, _axis_values, _const_int, _inside_unary, _parent, _replace_child, _text,
+                    operator_edit)
 
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)
 
@@ -188,12 +189,17 @@ def _number_for_argument(i, node, fdef):
             and node.value in (0, 1, -1, 2):
         return
     for name in _parameters(fdef):
-        def apply(n, tree, name=name):
-            parent = _parent(tree, n)
-            return parent is not None and _replace_child(parent, n, ast.Name(name, ast.Load()))
-        yield Edit(i, "argument", apply, f"`{name}` in place of the number `{_text(node)}`",
-                   f"the number is written into the code where the argument `{name}` belongs: the caller's value "
-                   "must be used (a test passes another one).")
+        yield _argument(i, name, f"`{name}` in place of the number `{_text(node)}`",
+                        f"the number is written into the code where the argument `{name}` belongs: the caller's "
+                        "value must be used (a test passes another one).")
+
+
+def _argument(i, name, said, why):
+    """The edit that puts the function's parameter `name` where the node is."""
+    def apply(n, tree):
+        parent = _parent(tree, n)
+        return parent is not None and _replace_child(parent, n, ast.Name(name, ast.Load()))
+    return Edit(i, "argument", apply, said, why)
 
 
 def axis_argument(i, node, fdef):
@@ -204,24 +210,17 @@ def axis_argument(i, node, fdef):
             or not (isinstance(node, ast.Constant) and type(node.value) is int or isinstance(node, ast.UnaryOp)
                     and _const_int(node) is not None):
         return
-
-    def apply(n, tree, name=names[0]):
-        parent = _parent(tree, n)
-        return parent is not None and _replace_child(parent, n, ast.Name(name, ast.Load()))
-    yield Edit(i, "argument", apply, f"`{names[0]}` in place of `{_text(node)}`",
-               f"the axis is written into the code where the argument `{names[0]}` belongs: the caller's axis "
-               "must be used (a test passes another one).")
+    yield _argument(i, names[0], f"`{names[0]}` in place of `{_text(node)}`",
+                    f"the axis is written into the code where the argument `{names[0]}` belongs: the caller's axis "
+                    "must be used (a test passes another one).")
 
 
 def _product_for_sum(i, node, fdef):
     """`scores * mask` where an additive mask is added."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        def apply(n, tree):
-            n.op = ast.Add()
-            return True
-        yield Edit(i, "operator", apply, f"`+` in place of `*` in `{_text(node)}`",
-                   "a product where the formula adds: an additive mask (0 where visible, -inf where hidden) is added "
-                   "to the scores, not multiplied with them.")
+        yield operator_edit(i, node, ast.Add, "*", "+", (
+            "a product where the formula adds: an additive mask (0 where visible, -inf where hidden) is added "
+            "to the scores, not multiplied with them."))
 
 
 # moves and exchanges first; what removes a step (which can also undo a right step that a second slip

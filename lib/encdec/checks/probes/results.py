@@ -32,12 +32,13 @@ def _close(a, b, float32):
 
 
 def _pairs(attempt):
-    """[(label, the answer's item, the reference's item)] of the output (one pair for a single array)."""
+    """[(label, the answer's item, the reference's item)] of the output as arrays (one pair for a single array;
+    None for an item that is not an array)."""
     got, expected = attempt.got, attempt.expected
     if isinstance(expected, tuple) and isinstance(got, (tuple, list)) and len(got) == len(expected):
         names = attempt.names or tuple(f"item {i}" for i in range(len(expected)))
-        return [(names[i], got[i], expected[i]) for i in range(len(expected))]
-    return [("your result", got, expected)]
+        return [(names[i], _array(got[i]), _array(expected[i])) for i in range(len(expected))]
+    return [("your result", _array(got), _array(expected))]
 
 
 class Reordered(Probe):
@@ -75,8 +76,7 @@ class Reshaped(Probe):
     def find(self, attempt, probes):
         if attempt.error is not None:
             return None
-        for label, got, expected in _pairs(attempt):
-            g, e = _array(got), _array(expected)
+        for label, g, e in _pairs(attempt):
             if g is None or e is None or g.shape == e.shape or g.size != e.size or e.size < 2:
                 continue
             if [n for n in g.shape if n != 1] == [n for n in e.shape if n != 1]:
@@ -99,8 +99,7 @@ class Truncated(Probe):
     def find(self, attempt, probes):
         if attempt.error is not None:
             return None
-        for label, got, expected in _pairs(attempt):
-            g, e = _array(got), _array(expected)
+        for label, g, e in _pairs(attempt):
             if g is None or e is None or g.shape != e.shape or not np.issubdtype(e.dtype, np.floating) \
                     or not (np.issubdtype(g.dtype, np.integer) or g.dtype == bool):
                 continue
