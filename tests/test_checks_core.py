@@ -269,6 +269,20 @@ def test_a_misconception_is_recorded_once_however_often_it_is_named():
     assert len(keys) == len(set(keys))
 
 
+def test_delegation_is_caught_inside_an_object_that_becomes_an_array_later():
+    """The reference called from `__array__` of a returned object, after the answer has returned: the result is
+    made an array while the watch is on, and the call is seen."""
+    class Lazy:
+        def __init__(self, x, axis):
+            self.x, self.axis = x, axis
+
+        def __array__(self, dtype=None, copy=None):
+            return encdec.softmax(self.x, axis=self.axis)
+
+    score, text = run(L.check_softmax, lambda x, axis=-1: Lazy(np.array(x, copy=True), axis))
+    assert score == 0 and "calls the reference `softmax`" in text, text
+
+
 def not_implemented(x, axis=-1):
     raise NotImplementedError()
 
