@@ -152,13 +152,40 @@ def test_compare_reports_shape_and_first_differing_index():
     assert compare(np.float32(1.00001), np.float64(1.0), float32=True) is None
 
 
-def test_input_mutation_is_noted():
+def test_an_input_changed_in_place_costs_the_part_and_names_the_line():
     def softmax(x, axis=-1):
         x -= np.max(x, axis=axis, keepdims=True)
         e = np.exp(x)
         return e / np.sum(e, axis=axis, keepdims=True)
     score, text = run(L.check_softmax, softmax)
-    assert score == 3 and "changed one of its input arrays in place" in text
+    assert score < 3
+    assert "changed `x` in place (line 2: `x -= np.max(x, axis=axis, keepdims=True)`)" in text
+
+
+def test_an_input_written_through_out_or_a_slice_is_found():
+    def through_out(x, axis=-1):
+        np.subtract(x, np.max(x, axis=axis, keepdims=True), out=x)
+        np.exp(x, out=x)
+        return x / np.sum(x, axis=axis, keepdims=True)
+
+    def through_slice(x, axis=-1):
+        x[...] = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return x / x.sum(axis=axis, keepdims=True)
+    for answer, line in ((through_out, 2), (through_slice, 2)):
+        score, text = run(L.check_softmax, answer)
+        assert score < 3 and f"changed `x` in place (line {line}:" in text, text
+
+
+def test_an_answer_that_copies_before_writing_in_place_keeps_its_points():
+    def softmax(x, axis=-1):
+        x = np.array(x, dtype=float, copy=True)
+        x -= x.max(axis=axis, keepdims=True)
+        np.exp(x, out=x)
+        x /= x.sum(axis=axis, keepdims=True)
+        return x
+    score, text = run(L.check_softmax, softmax)
+    assert score == 3, text
+    assert "in place" not in text
 
 
 def test_rebind_swaps_only_the_named_globals():

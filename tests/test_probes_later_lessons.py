@@ -672,6 +672,15 @@ def lr_decay_late(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
     return min_lr + 0.5 * (peak_lr - min_lr) * (1 + math.cos(math.pi * p))
 
 
+@slip("lr_at", "probe:lr:cosine_height_ignores_min_lr", "starts at peak_lr + min_lr")
+def lr_height_from_zero(step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
+    import math
+    if step <= warmup_steps:
+        return step * (peak_lr / warmup_steps)
+    done = (step - warmup_steps) / (total_steps - warmup_steps)
+    return peak_lr * (1 + math.cos(math.pi * min(done, 1.0))) / 2 + min_lr  # the floor added to the full height
+
+
 @slip("greedy_decode_cached", "probe:decoded:written_after_eos", "goes on with real tokens after its EOS")
 def greedy_cached_bos_after_eos(model, src, bos_id, eos_id, max_len):
     from encdec.mistakes import CATALOG

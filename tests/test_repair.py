@@ -149,6 +149,47 @@ def slip_mask_product(scores, mask):
     return ref_softmax(s)
 
 
+def ref_decay(step, d_model):
+    return d_model ** -0.5 * np.power(step, -1.5)
+
+
+def slip_exponent_unparenthesised(step, d_model):
+    return d_model ** -0.5 * step ** -3 / 2  # meant step ** (-3 / 2)
+
+
+def ref_gelu_like(x):
+    return 0.5 * x * (1.0 + np.tanh(0.8 * x))
+
+
+def slip_gelu_parentheses(x):
+    return 0.5 * x * 1.0 + np.tanh(0.8 * x)  # the `(1 + tanh)` lost its parentheses
+
+
+def ref_running_sum(x):
+    return np.cumsum(x, axis=-2)
+
+
+def slip_loop_over_first_axis(x):
+    rows, total = [], np.zeros(x[..., 0, :].shape)
+    for t in range(x.shape[0]):  # the positions are axis -2, the batch is axis 0
+        total = total + x[..., t, :]
+        rows.append(total)
+    return np.stack(rows, axis=-2)
+
+
+def ref_weights(d_model):
+    return 4 * d_model ** 2 + 4 * d_model
+
+
+def slip_doubled_not_squared(d_model):
+    matrices = 4 * d_model * 2
+    return matrices + 4 * d_model
+
+
+WIDTHS = [Case("d_model 8", (8,)), Case("d_model 16", (16,))]
+DECAY = [Case("step 3, d_model 16", (3.0, 16)), Case("step 40, d_model 64", (40.0, 64))]
+BATCHED = [Case("a (2, 5, 3) batch", (r.normal(size=(2, 5, 3)),)),
+           Case("a (3, 4, 2) batch", (r.normal(size=(3, 4, 2)),))]
 SCHEDULE = [Case("step 3 of 10", (3, 10)), Case("step 10 of 10", (10, 10)), Case("step 7 of 4", (7, 4))]
 EPS = [Case("eps=0.5", (r.normal(size=(3, 4)),), {"eps": 0.5}), Case("eps=2", (r.normal(size=(2, 5)),), {"eps": 2.0})]
 AXES = [Case("axis=0", (r.normal(size=(4, 3)),), {"axis": 0}), Case("default axis", (r.normal(size=(2, 3)),)),
@@ -174,8 +215,13 @@ TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones
     (slip_eps_written_in, ref_scaled, EPS, "argument", "`eps` in place of the number `1e-05`"),
     (slip_axis_written_in, ref_softmax_axis, AXES, "argument", "`axis` in place of `-1`"),
     (slip_mask_product, ref_masked, MASKED, "operator", "`+` in place of `*` in `scores * mask`"),
+    (slip_exponent_unparenthesised, ref_decay, DECAY, "parentheses", "`step ** (-3 / 2)` in place of `step ** (-3) / 2`"),
+    (slip_gelu_parentheses, ref_gelu_like, X2, "parentheses", "`0.5 * x * (1.0 + np.tanh(0.8 * x))` in place of `0.5 * x * 1.0 + np.tanh(0.8 * x)`"),
+    (slip_loop_over_first_axis, ref_running_sum, BATCHED, "axis", "`x.shape[-2]` in place of `x.shape[0]`"),
+    (slip_doubled_not_squared, ref_weights, WIDTHS, "operator", "`4 * d_model ** 2` in place of `4 * d_model * 2`"),
 ], ids=["floor", "axis", "keepdims", "len", "ascending", "transpose", "sign", "step-twice", "swapped-lines",
-                       "loop", "variable", "number-for-argument", "axis-for-argument", "product-for-sum"])
+                       "loop", "variable", "number-for-argument", "axis-for-argument", "product-for-sum",
+                       "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square"])
 def test_one_edit_names_the_line_and_the_change(slip, reference, cases, kind, words):
     found = repair(attempt_for(slip, reference, cases), seconds=5)
     assert found is not None, slip.__name__
@@ -295,6 +341,16 @@ def test_the_failed_line_probes_on_their_own(no_catalog, monkeypatch):
         return weights @ V, weights
     _, text = feedback(lesson04.check_cross_attention, cross_attention)
     assert "`mask` is None here" in text and "if mask is not None" in text, text
+
+    def decoder_mask_grown_in_place(tgt_in, pad_id):
+        from encdec.attention import create_causal_mask, padding_mask
+        combined = padding_mask(tgt_in, pad_id)
+        combined += create_causal_mask(tgt_in.shape[-1])  # (..., 1, 1, m) cannot take (m, m)
+        return combined
+    no_catalog("decoder_mask")
+    _, text = feedback(lesson03.check_decoder_mask, decoder_mask_grown_in_place)
+    assert "writes its result into `combined` itself" in text and "`combined = combined + create_causal_mask(" in text, \
+        text
 
 
 def test_a_tuple_used_as_an_array_is_named():
@@ -663,3 +719,31 @@ def test_the_cases_added_for_answers_that_kept_full_marks():
         return ((pred == tgt) | (tgt == pad)).all(dim=1).float().mean().item()
     score, text = feedback(lesson10.check_exact_match, no_truncate)
     assert score < 2 and "max_len 6, more than the targets' width" in text and "Likely cause" in text, text
+
+
+from encdec.attention import MultiHeadAttention, cross_attention, merge_heads, split_heads  # noqa: E402
+
+
+class HeadsSplitByWidth(MultiHeadAttention):  # at module level: the repair compiles copies of its methods
+    def project_kv(self, key_value_input):
+        return (split_heads(key_value_input @ self.W_k, self.n_heads),
+                split_heads(key_value_input @ self.W_v, self.n_heads))
+
+    def attend(self, query_input, K, V, mask=None):
+        Q = split_heads(query_input @ self.W_q, self.d_k)
+        heads, weights = cross_attention(Q, K, V, mask)
+        return merge_heads(heads) @ self.W_o, weights
+
+
+def test_heads_split_by_their_width_is_named_on_every_part(no_catalog):
+    """split_heads given d_k where it takes n_heads: each part builds its own object, and the fix is confirmed
+    on each part's own weights (a reference bound to the last part's weights had withdrawn it from the
+    others, whose "the same as above" then pointed at nothing)."""
+    from encdec.checks import lesson04
+    no_catalog("CrossAttention")
+    score, text = feedback(lesson04.check_attend, HeadsSplitByWidth)
+    failed = [line for line in text.splitlines() if line.lstrip().startswith("✗")]
+    causes = [line for line in text.splitlines() if "Likely cause:" in line]
+    assert score == 0 and len(failed) == len(causes) >= 3, text
+    assert "`self.n_heads` in place of `self.d_k`" in causes[0] and "split_heads takes the number of heads" in causes[0]
+    assert all("`self.n_heads` in place of `self.d_k`" in c or c.endswith("the same as above.") for c in causes), text

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import inputs
 from . import mode
 from . import probes as _probes
 from . import recording
@@ -433,8 +434,10 @@ class Checker:
         return [case for case in cases if self.hidden or not case.hidden]
 
     def check_cases(self, label, student, reference, cases, catalog=(), forbidden=(), weight=1.0,
-                    names=None, postprocess=None, probes=None, robust=False):
+                    names=None, postprocess=None, probes=None, robust=False, inputs_kept=True):
         """One part: every case must match the reference; on the first mismatch diagnose it.
+        An answer that changes an input array in place fails the part (`inputs_kept=False`: an exercise
+        whose own part checks that).
         `robust`: the part tests large, tiny or float32 inputs, and counts only when the others pass.
 
         `reference(*args, **kwargs)` computes the expected value; `catalog` is a list of Mistake;
@@ -451,8 +454,8 @@ class Checker:
                                                 others=tuple(cases[1:]))))
         for case in cases:
             recording.saw(self.exercise, label, case, reference)
-            args = _copy(case.args)
-            outcome = run_student(student, args, _copy(case.kwargs), forbidden)
+            args, kwargs = _copy(case.args), _copy(case.kwargs)
+            outcome = run_student(student, args, kwargs, forbidden)
             self._absorb(outcome, case.label)
             expected = reference(*_copy(case.args), **_copy(case.kwargs))
             if postprocess is not None:
@@ -482,9 +485,10 @@ class Checker:
                            or (None if _other_structure(got, expected) else self._find_slip(probes, attempt))
                            or (None if _other_structure(got, expected) else self._locate(attempt, reference)))
                 return self._failed(label, _join(case, problem, ""), mistake, student, weight, cases, case, robust)
-            if not _inputs_untouched(args, case.args):
-                self.note("your function changed one of its input arrays in place; "
-                          "callers do not expect that (use x = x - ... rather than x -= ...).")
+            changed = inputs_kept and inputs.changed_inputs(student, args, kwargs, case.args, case.kwargs)
+            if changed:
+                return self.part(label, False, _join(case, inputs.message(student, changed), ""), weight, cases,
+                                 case, robust)
             self._audit(probes, attempt, reference)
         return self.part(label, True, "", weight, cases, robust=robust)
 
@@ -511,14 +515,13 @@ class Checker:
                 changed[id(mistake)] = finding(mistake.exercise, mistake.source, kept, None) if kept else None
         if not changed:
             return
-        self.diagnoses = [d for d in self.diagnoses
-                          if not any(d == m.diagnosis for _, _, m, _ in self._causes if id(m) in changed)]
-        self.misconceptions = [m for m in self.misconceptions if id(m) not in changed]
+        # every cause is written again, in order: a part that said "the same as above" of a withdrawn
+        # finding says the finding that stands, or its own
+        caused = [m for _, _, m, _ in self._causes if m is not None]
+        self.diagnoses = [d for d in self.diagnoses if not any(d == m.diagnosis for m in caused)]
+        self.misconceptions = [m for m in self.misconceptions if all(m is not c for c in caused)]
         for part, text, mistake, _ in self._causes:
-            if id(mistake) in changed:
-                part.message = with_cause(text, self.likely_cause(changed[id(mistake)]))
-            elif mistake is not None:
-                self.misconception(mistake)  # kept, where another part's finding of the same key was withdrawn
+            part.message = with_cause(text, self.likely_cause(changed.get(id(mistake), mistake)))
 
     TRACE_SECONDS = 1.0  # for the tracer, over the whole check: a failing exercise is diagnosed within ~2 s
     REPAIR_SECONDS = 1.0  # for the probes and the repair, over the whole check
@@ -735,14 +738,6 @@ def _copy(obj):
     if isinstance(obj, dict):
         return {k: _copy(v) for k, v in obj.items()}
     return obj
-
-
-def _inputs_untouched(after, before):
-    for a, b in zip(after, before):
-        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape:
-            if not np.array_equal(a, b, equal_nan=True):
-                return False
-    return True
 
 
 def diagnose(got, catalog, case, float32=False, postprocess=None, others=(), student=None, forbidden=(),

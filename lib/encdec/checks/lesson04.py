@@ -172,7 +172,7 @@ def check_attend(CrossAttention=None, *, points=None, hidden=False):
             continue
         catalog = wrapped(bind_catalog(CATALOG["CrossAttention"], source), lambda impl: _kv_first(impl, source))
         c.check_cases(label, _kv_first(built.value.attend, source),
-                      _kv_first(lambda *a: MultiHeadAttention.attend(source, *a), source), cases,
+                      _kv_first(lambda *a, source=source: MultiHeadAttention.attend(source, *a), source), cases,
                       catalog=catalog, forbidden=[MultiHeadAttention.attend], names=("output", "weights"),
                       probes=mha_probes(source, attend_model(source), attend=True))
     return c.result()

@@ -18,6 +18,7 @@ from .. import loss as loss_mod
 from ..mistakes import CATALOG
 from ..mistakes import lesson08 as _register  # noqa: F401  (fills the catalog)
 from .catalog import wrapped
+from . import inputs
 from .core import Case, Checker, rebind, run_student
 from .exercises import Exercise
 from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model
@@ -204,16 +205,16 @@ def check_adam_update(adam_update=None, *, points=None, hidden=False):
     cases = adam_cases()
     ref = optim.adam_update
     common = dict(catalog=CATALOG["adam_update"], names=("new_param", "new_m", "new_v"),
-                  forbidden=[ref, optim.Adam.step], probes=ADAM_PROBES)
+                  forbidden=[ref, optim.Adam.step], probes=ADAM_PROBES, inputs_kept=False)
     c.check_cases("the first step: bias correction", fn, ref, cases["first"], **common)
     c.check_cases("later steps with running averages", fn, ref, cases["later"], **common)
     c.check_cases("beta1, beta2 and eps are respected", fn, ref, cases["options"], **common)
     c.check_cases("tiny gradients and float32", fn, ref, cases["robust"], robust=True, **common)
-    _inputs_unchanged_part(c, fn, cases["later"][0], ("param", "grad", "m", "v"))
+    _inputs_unchanged_part(c, fn, cases["later"][0])
     return c.result()
 
 
-def _inputs_unchanged_part(c, fn, case, names):
+def _inputs_unchanged_part(c, fn, case):
     """The statement's rule "do not change the inputs in place", as a part: the answer is called on copies of
     the case's arrays, which must hold the same values afterwards."""
     label = "the inputs are left unchanged (new arrays are returned)"
@@ -225,10 +226,11 @@ def _inputs_unchanged_part(c, fn, case, names):
     if outcome.error is not None:
         c.part(label, False, c._explain_error(outcome), values=False)
         return
-    changed = [name for name, a, b in zip(names, args, before) if isinstance(a, np.ndarray)
-               and not np.array_equal(a, b, equal_nan=True)]
+    changed = inputs.changed_inputs(fn, args, {}, before, {})
+    where = inputs.where_changed(fn, changed[0]) if changed else None
+    line = f" (line {where[0]}: `{where[1]}`)" if where else ""
     c.part(label, not changed, values=False, message="" if not changed else (
-        f"[{case.label}] your function changed {', '.join(changed)} in place: the caller's arrays no longer hold "
+        f"[{case.label}] your function changed {', '.join(changed)} in place{line}: the caller's arrays no longer hold "
         "what they held. The statement asks for new arrays: write param = param - ..., m = beta1 * m + ..., not "
         "param -= ... or m *= ..., which write into the caller's arrays."))
 

@@ -36,8 +36,8 @@ def _as_float(fn):
 def _lr_model(k, step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
     """lr_at with knobs: warm_shift (step + shift in the warm-up), decay_shift (step + shift in the decay's
     progress), span ("decay": progress over total_steps - warmup_steps; "total": over total_steps), half
-    (False: cos alone, without 0.5 (1 + ...)), floor (False: min_lr ignored), clamp (False: no clamp after
-    total_steps)."""
+    (False: cos alone, without 0.5 (1 + ...)), floor (False: min_lr ignored), height ("peak": the cosine's
+    height is peak_lr, with min_lr added on top), clamp (False: no clamp after total_steps)."""
     if step <= warmup_steps:
         return float(peak_lr * (step + k.get("warm_shift", 0)) / warmup_steps)
     span = total_steps - warmup_steps if k.get("span", "decay") == "decay" else total_steps
@@ -46,7 +46,8 @@ def _lr_model(k, step, peak_lr, warmup_steps, total_steps, min_lr=0.0):
         progress = min(progress, 1.0)
     low = min_lr if k.get("floor", True) else 0.0
     wave = 0.5 * (1.0 + math.cos(math.pi * progress)) if k.get("half", True) else math.cos(math.pi * progress)
-    return float(low + (peak_lr - low) * wave)
+    height = peak_lr - low if k.get("height", "span") == "span" else peak_lr
+    return float(low + height * wave)
 
 
 LR_PROBES = Probes(_lr_model, Combos("lr", [
@@ -60,6 +61,9 @@ LR_PROBES = Probes(_lr_model, Combos("lr", [
     ("half", [(True, "", ""), (False, "cosine_without_half", "the decay uses cos(pi progress) alone, not "
                                                              "0.5 (1 + cos(pi progress))")]),
     ("floor", [(True, "", ""), (False, "min_lr_ignored", "min_lr is ignored: the decay goes to 0")]),
+    ("height", [("span", "", ""), ("peak", "cosine_height_ignores_min_lr",
+                                   "the cosine's height is peak_lr where it is peak_lr - min_lr: with min_lr added "
+                                   "on top, the decay starts at peak_lr + min_lr, above the peak")]),
     ("clamp", [(True, "", ""), (False, "no_clamp", "after total_steps the cosine goes on instead of staying at min_lr")]),
 ], "lr = peak_lr step / warmup_steps for step <= warmup_steps; then min_lr + 0.5 (peak_lr - min_lr) (1 + cos(pi p)) with "
    "p = min((step - warmup_steps) / (total_steps - warmup_steps), 1)."))

@@ -41,7 +41,7 @@ probe:instead:W_k:W_q (W_k used where W_q belongs), probe:heads:split_bare, prob
 probe:axis:-2, probe:missing:b1, probe:masks:causal_to_cross, probe:shape_error:broadcast.
 
 After an exercise's own probes, two always-on kinds: the repair (`repair.py`, with the edits it tries in
-`edits.py` and `moves.py`) finds the one small edit of the answer's own code that makes it right on every
+`edits.py`, `moves.py` and `arithmetic.py`) finds the one small edit of the answer's own code that makes it right on every
 case of the part and names its line ("`/` in place of `//`", "axis=-1 in place of axis=0", "line 7 after
 the loop"); the failed-line probes (`failed_lines.py`) explain an index with too many axes, a slice given a
 value of another length, None or a tuple used as an array, axes written out for one batch axis, an array

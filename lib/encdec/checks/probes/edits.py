@@ -4,98 +4,23 @@ keepdims, len() of a batch, np.dot for @, .T of a batched array, sin for cos, an
 sign, a product for a quotient, a number off by one, a statement too many or out of place, two
 arguments in each other's place, a call around a value, one variable read where another belongs).
 
-Each kind is a generator `kind(index, node, function)` of Edit(index, kind, apply, said, why): `apply(node,
-function)` changes the node at `index` (in `ast.walk` order) of a copy of the function's tree, in place, and
-returns False when the edit does not apply there; `said` says what changes, in the student's code; `why`
-says why that is the usual slip. EXPRESSION_KINDS lists them in the order they are tried.
+Each kind is a generator of Edit (nodes.py says how one is made). EXPRESSION_KINDS lists them in the order
+they are tried.
 """
 
 import ast
-from dataclasses import dataclass
+
+from .nodes import (_REDUCTIONS, Edit, _atom, _axis_slots, _axis_values, _callee, _const_int, _inside_unary,
+                    _int_node, _parent, _reduced, _replace_child, _text, operator_edit)
 
 _COMPARE = {ast.Gt: (ast.GtE, ">", ">="), ast.GtE: (ast.Gt, ">=", ">"), ast.Lt: (ast.LtE, "<", "<="),
             ast.LtE: (ast.Lt, "<=", "<")}
-_REDUCTIONS = {"sum", "mean", "max", "min", "amax", "amin", "var", "std", "logsumexp", "prod", "all", "any"}
-_JOINS = {"concatenate", "stack", "cat", "hstack", "vstack"}
-_AXIS_WORDS = ("axis", "dim", "axes")
 _AXES = (-1, -2, -3, 0, 1, 2)
 _PAIRS = {"sin": "cos", "cos": "sin", "max": "min", "min": "max", "maximum": "minimum", "minimum": "maximum",
           "argmax": "argmin", "argmin": "argmax", "triu": "tril", "tril": "triu", "amax": "amin", "amin": "amax",
-          "any": "all", "all": "any"}
-_NOT_WRAPPERS = {"len", "range", "int", "float", "tuple", "list", "enumerate", "zip", "print", "isinstance", "abs",
-                 "asarray", "array", "float64", "copy", "sum", "max", "min"}
-
-
-@dataclass
-class Edit:
-    index: int
-    kind: str
-    apply: object
-    said: str
-    why: str
-    lineno: int = 0
-
-
-def _text(node):
-    try:
-        return ast.unparse(node)
-    except Exception:
-        return "?"
-
-
-def _atom(node):
-    """The node's text, in parentheses where an attribute after it would bind to a part of it."""
-    text = _text(node)
-    return text if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)) else f"({text})"
-
-
-def _const_int(node):
-    """The int a node writes (3, -1), or None."""
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
-            and type(node.operand.value) is int:
-        return -node.operand.value
-    return None
-
-
-def _int_node(k):
-    return ast.UnaryOp(ast.USub(), ast.Constant(-k)) if k < 0 else ast.Constant(k)
-
-
-def _callee(call):
-    """'sum' for np.sum(...), x.sum(...) and sum(...)."""
-    f = call.func
-    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-
-
-def _axis_slots(call):
-    """[(getter, setter, the value node)] of the call's axis arguments: axis=/dim= keywords, and the second
-    positional argument of a join or of np.<reduction>(x, k), the first of x.<reduction>(k)."""
-    slots = []
-    for kw in call.keywords:
-        if kw.arg in _AXIS_WORDS:
-            slots.append(kw)
-    name = _callee(call)
-    module_call = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-        and call.func.value.id in ("np", "numpy", "torch")
-    position = None
-    if name in _JOINS or (name in _REDUCTIONS and module_call) or name in ("softmax", "log_softmax", "swapaxes"):
-        position = 1
-    elif name in _REDUCTIONS and isinstance(call.func, ast.Attribute):
-        position = 0
-    if position is not None and len(call.args) > position and _const_int(call.args[position]) is not None:
-        slots.append(position)
-    return slots
-
-
-def _reduced(call):
-    """The array a reduction reduces: its first argument (np.sum(x, ...)) or its owner (x.sum(...))."""
-    module_call = isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-        and call.func.value.id in ("np", "numpy", "torch")
-    if module_call or isinstance(call.func, ast.Name):
-        return call.args[0] if call.args else None
-    return call.func.value if isinstance(call.func, ast.Attribute) else None
+          "any": "all", "all": "any", "d_k": "n_heads", "n_heads": "d_k"}
+_PAIR_WHY = {frozenset(("d_k", "n_heads")): "n_heads is how many heads there are and d_k the width of each "
+                                            "(d_model // n_heads); split_heads takes the number of heads."}
 
 
 def _floordiv(i, node, fdef):
@@ -236,7 +161,8 @@ def _pair(i, node, fdef):
             n.attr = other
             return True
         yield Edit(i, "instead", apply, f"`{_atom(node.value)}.{other}` in place of `{_text(node)}`",
-                   f"{node.attr} and {other} are easy to exchange; the formula has {other} here.")
+                   _PAIR_WHY.get(frozenset((node.attr, other)),
+                                 f"{node.attr} and {other} are easy to exchange; the formula has {other} here."))
 
 
 def _sort(i, node, fdef):
@@ -265,19 +191,58 @@ def _flip(i, node, fdef):
         yield operator_edit(i, node, new, old_text, new_text, f"{what}: the formula has `{new_text}` there.")
 
 
-def operator_edit(i, node, new, old_text, new_text, why):
-    """The edit that puts the operator `new` (an ast class) in place of the binary operation's own."""
-    def apply(n, tree):
-        n.op = new()
-        return True
-    return Edit(i, "operator", apply, f"`{new_text}` in place of `{old_text}` in `{_text(node)}`", why)
+def _shape_index(node):
+    """k in `x.shape[k]` (an int), else None."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        return _const_int(node.slice)
+    return None
+
+
+def _shape_axis(i, node, fdef):
+    """`x.shape[0]` where the positions are meant: an axis counted from the front, which is the batch when
+    one comes. The other axes are tried counted from the end."""
+    old = _shape_index(node)
+    if old is None:
+        return
+    indexed = _axis_a_loop_indexes(fdef, node)
+    for new in sorted((-1, -2, -3), key=lambda a: a != indexed):
+        if new == old:
+            continue
+
+        def apply(n, tree, new=new):
+            n.slice = _int_node(new)
+            return True
+        array = _text(node.value.value)
+        hint = (f" Axis {old}, counted from the front, is a batch axis when a batch comes; counted from the end, "
+                f"axis {new} names one axis whatever batch axes come first." if old >= 0 else "")
+        yield Edit(i, "axis", apply, f"`{array}.shape[{new}]` in place of `{_text(node)}`",
+                   f"`{_text(node)}` is the size of another axis than the one the code runs over.{hint}")
+
+
+def _axis_a_loop_indexes(fdef, size):
+    """In `for t in range(x.shape[k]): ... x[..., t:t + 1, :]`, the axis that `t` indexes in `x`, counted from
+    the end (-2 here), or None."""
+    loop = next((f for f in ast.walk(fdef) if isinstance(f, ast.For) and isinstance(f.target, ast.Name)
+                 and any(n is size for n in ast.walk(f.iter))), None)
+    if loop is None:
+        return None
+    array, var = _text(size.value.value), loop.target.id
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Subscript) and _text(node.value) == array and isinstance(node.slice, ast.Tuple) \
+                and any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in node.slice.elts):
+            elts = node.slice.elts
+            for k, e in enumerate(elts):
+                if any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(e)):
+                    return k - len(elts)
+    return None
 
 
 def _off_by_one(i, node, fdef):
     k = _const_int(node)
     if k is None:
         return
-    if isinstance(node, ast.Constant) and _inside_unary(fdef, node) or id(node) in _axis_values(fdef):
+    if isinstance(node, ast.Constant) and _inside_unary(fdef, node) or id(node) in _axis_values(fdef) \
+            or any(_shape_index(s) is not None and s.slice is node for s in ast.walk(fdef)):
         return
     where = ("where a slice starts, stops or steps" if any(isinstance(p, ast.Slice) and node in (p.lower, p.upper, p.step)
                                                          for p in ast.walk(fdef))
@@ -289,41 +254,4 @@ def _off_by_one(i, node, fdef):
         yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", f"a number one off, {where}.")
 
 
-def _inside_unary(fdef, node):
-    return any(isinstance(p, ast.UnaryOp) and p.operand is node for p in ast.walk(fdef))
-
-
-def _axis_values(fdef):
-    """The ids of the nodes that are axis arguments (the axis edits try those)."""
-    ids = set()
-    for call in (n for n in ast.walk(fdef) if isinstance(n, ast.Call)):
-        for slot in _axis_slots(call):
-            value = slot.value if isinstance(slot, ast.keyword) else call.args[slot]
-            ids |= {id(v) for v in ast.walk(value)}
-    return ids
-
-
-# -- where a node sits -----------------------------------------------------------------------------------
-def _parent(tree, child):
-    for node in ast.walk(tree):
-        for name, value in ast.iter_fields(node):
-            if value is child or isinstance(value, list) and any(v is child for v in value):
-                return node
-    return None
-
-
-def _replace_child(parent, old, new):
-    """Put `new` where `old` is among `parent`'s fields; False when it is not there."""
-    for name, value in ast.iter_fields(parent):
-        if value is old:
-            setattr(parent, name, new)
-            return True
-        if isinstance(value, list):
-            for k, v in enumerate(value):
-                if v is old:
-                    value[k] = new
-                    return True
-    return False
-
-
-EXPRESSION_KINDS = [_floordiv, _compare, _axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort, _flip, _off_by_one]
+EXPRESSION_KINDS = [_floordiv, _compare, _axis, _shape_axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort, _flip, _off_by_one]

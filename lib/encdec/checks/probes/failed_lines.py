@@ -2,7 +2,8 @@
 shape error: an index with more axes than the array has (a batch axis taken for granted), a slice assigned
 a value of another length (an odd size split in halves), None used as an array (an optional argument not
 given), a tuple used as an array (a call that returns two values, not unpacked), axes written out for one
-batch axis (np.transpose(K, (0, 2, 1))), and an array used as a condition (`if mask:`). Each names the
+batch axis (np.transpose(K, (0, 2, 1))), an array used as a condition (`if mask:`), and an in-place
+operation whose result must grow (`mask += causal`). Each names the
 variable, its shape or value, and the usual cause, in the student's names. Always on, after the repair.
 """
 
@@ -239,5 +240,29 @@ class ArrayAsCondition(Probe):
         return None
 
 
+_GROW = re.compile(r"non-broadcastable output operand with shape \(([\d, ]*)\) doesn't match the broadcast shape "
+                   r"\(([\d, ]*)\)")
+_AUGMENTED = re.compile(r"^([\w.\[\]]+)\s*(\+|-|\*|/|//|@|\*\*)=\s*(.+)$")
+
+
+class InPlaceGrows(Probe):
+    """`mask += causal` where mask (..., 1, 1, m) must grow to (..., 1, m, m): an in-place operation writes
+    into the array it starts from, which cannot change its shape."""
+
+    kind = "in_place"
+
+    def find(self, attempt, probes):
+        found = _failed(attempt, ValueError, "non-broadcastable output operand")
+        shapes = _GROW.search(str(attempt.error)) if found else None
+        written = _AUGMENTED.match(found[1]) if shapes else None
+        if written is None:
+            return None
+        target, op, value = written.groups()
+        return self.finding(attempt, "in_place_grows", (
+            f"`{found[1]}` writes its result into `{target}` itself, whose shape is ({shapes.group(1)}); the result "
+            f"has the broadcast shape ({shapes.group(2)}), which does not fit. Make a new array: "
+            f"`{target} = {target} {op} {value}`."))
+
+
 FAILED_LINE_PROBES = [TooManyIndices(), SliceAssignment(), NoneOperand(), TupleOperand(), AxesForOneBatch(),
-                      ArrayAsCondition()]
+                      ArrayAsCondition(), InPlaceGrows()]

@@ -1,14 +1,13 @@
 """The edits of an answer's code that move or exchange whole pieces, tried by the repair probe after the
 one-token edits of edits.py: two arguments of a call in each other's place, a call around a value that
 should not be there, a statement in another order, out of or into a loop, one too many, a variable read
-where another belongs, an argument where a number is written, and a sum for a product. Same contract as
-edits.py: each kind yields Edit(index, kind, apply, said, why).
+where another belongs, and an argument where a number is written. Same contract as edits.py: each kind
+yields Edit(index, kind, apply, said, why).
 """
 
 import ast
 
-from .edits import (_NOT_WRAPPERS, Edit, _axis_values, _const_int, _inside_unary, _parent, _replace_child, _text,
-                    operator_edit)
+from .nodes import _NOT_WRAPPERS, Edit, _axis_values, _const_int, _inside_unary, _parent, _replace_child, _text
 
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)
 
@@ -215,15 +214,7 @@ def axis_argument(i, node, fdef):
                     "must be used (a test passes another one).")
 
 
-def _product_for_sum(i, node, fdef):
-    """`scores * mask` where an additive mask is added."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
-        yield operator_edit(i, node, ast.Add, "*", "+", (
-            "a product where the formula adds: an additive mask (0 where visible, -inf where hidden) is added "
-            "to the scores, not multiplied with them."))
-
-
 # moves and exchanges first; what removes a step (which can also undo a right step that a second slip
-# needs) after them, another variable, then an argument for a number or a sum for a product, last
+# needs) after them, another variable, then an argument for a number, last (arithmetic.py's come after these)
 STATEMENT_KINDS = [_swap_arguments, _unpack, _statements, _unwrap, _drop_term, _left_out, _instead,
-                   _number_for_argument, _product_for_sum]
+                   _number_for_argument]

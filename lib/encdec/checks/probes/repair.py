@@ -3,7 +3,8 @@
 When a case fails and neither the catalog nor the exercise's probes name the cause, the answer's function
 (or method) is read from its source, and copies of it are made with one edit each (edits.py: `/` for `//`,
 another axis, keepdims, len() of a batch, a sign, a number off by one, ...; moves.py: two arguments or two
-statements exchanged, a step out of a loop or left out, another variable read). Each copy runs on the
+statements exchanged, a step out of a loop or left out, another variable read; arithmetic.py: parentheses,
+a double for a square, a product for a sum). Each copy runs on the
 failing case and, when it is right there, on every other case of the part. The first copy right on all of
 them names the slip exactly: the line, what to change, and why that change is the usual slip. Nothing is
 found when no single edit is enough (two slips, or one no edit describes): the error probes and the tracer
@@ -26,6 +27,7 @@ import time
 import types
 
 from .base import Finding, Probe, quiet
+from .arithmetic import ARITHMETIC_KINDS
 from .edits import EXPRESSION_KINDS
 from .moves import STATEMENT_KINDS, axis_argument
 from .tracer import student_code
@@ -94,7 +96,7 @@ def _compiled(module, fn):
 
 def _edits(fdef):
     nodes = list(ast.walk(fdef))
-    for kind in [axis_argument, *EXPRESSION_KINDS, *STATEMENT_KINDS]:
+    for kind in [axis_argument, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]:
         for i, node in enumerate(nodes):
             for edit in kind(i, node, fdef):
                 edit.lineno = edit.lineno or getattr(node, "lineno", 0)

@@ -1,0 +1,96 @@
+"""The edits of a formula's arithmetic, tried by the repair probe after the moves of moves.py: a product
+where the formula adds (`scores * mask`), a double where it squares (`d_model * 2`), and parentheses left
+out or put around the wrong terms (`t ** -3 / 2`, `(step * warmup) ** -1.5`). Same contract as edits.py.
+"""
+
+import ast
+import copy
+
+from .nodes import Edit, _text, operator_edit, replaced
+
+_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**",
+            ast.MatMult: "@", ast.Mod: "%"}
+_BINDS = {ast.Add: 1, ast.Sub: 1, ast.Mult: 2, ast.Div: 2, ast.FloorDiv: 2, ast.MatMult: 2, ast.Mod: 2, ast.Pow: 3}
+
+
+def _product_for_sum(i, node, fdef):
+    """`scores * mask` where an additive mask is added."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        yield operator_edit(i, node, ast.Add, "*", "+", (
+            "a product where the formula adds: an additive mask (0 where visible, -inf where hidden) is added "
+            "to the scores, not multiplied with them."))
+
+
+def _double_for_square(i, node, fdef):
+    """`d_model * 2` where the formula squares: `d_model ** 2` (in `4 * d_model * 2`, the last factor squared)."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.right, ast.Constant)
+            and node.right.value in (2, 3)):
+        return
+    power = node.right.value
+    if isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Mult):
+        squared = ast.BinOp(node.left.left, ast.Mult(), ast.BinOp(node.left.right, ast.Pow(), ast.Constant(power)))
+        yield Edit(i, "operator", lambda n, tree: replaced(tree, n, ast.BinOp(
+                       n.left.left, ast.Mult(), ast.BinOp(n.left.right, ast.Pow(), n.right))),
+                   f"`{_text(squared)}` in place of `{_text(node)}`",
+                   f"`* {power}` multiplies where the formula raises `{_text(node.left.right)}` to the power {power}.")
+    yield operator_edit(i, node, ast.Pow, "*", "**", (
+        f"`{_text(node)}` multiplies by {power} where the formula raises to the power {power}."))
+
+
+def _regroup(i, node, fdef):
+    """Parentheses left out or put around the wrong terms: `t ** -3 / 2` for `t ** (-3 / 2)`,
+    `0.5 * x * 1 + t` for `0.5 * x * (1 + t)`, `(a + b) * c` for `a + b * c`."""
+    if not isinstance(node, ast.BinOp) or type(node.op) not in _SYMBOLS:
+        return
+    op, tail = _SYMBOLS[type(node.op)], _text(node.right)
+    cur, depth = node.left, 0
+    while isinstance(cur, ast.BinOp) and type(cur.op) in _SYMBOLS:  # `op tail` applied to a part further right
+        if not (_same_value(cur.op, node.op) and depth == 0):
+            target = cur.right
+            explicit = depth == 0 and _BINDS[type(cur.op)] < _BINDS[type(node.op)]
+            why = (f"the parentheses make `{_text(node.left)}` one term, so `{op} {tail}` applies to all of it; the "
+                   f"formula applies it to `{_text(target)}` alone." if explicit else
+                   f"without parentheses, `{op} {tail}` applies to `{_text(node.left)}`; the formula applies it "
+                   f"to `{_text(target)}` alone, which needs parentheses.")
+            part = _attached(node, depth, whole=False)
+            yield Edit(i, "parentheses", lambda n, tree, depth=depth: _attach_lower(n, tree, depth),
+                       f"`{_text(part)}` in place of `{_text(node) if depth == 0 else f'{_text(cur)} {op} {tail}'}`",
+                       why)
+        cur, depth = cur.right, depth + 1
+    inner = node.right
+    if isinstance(inner, ast.BinOp) and type(inner.op) in _SYMBOLS and not _same_value(node.op, inner.op) \
+            and _BINDS[type(inner.op)] <= _BINDS[type(node.op)] and not isinstance(node.op, ast.Pow):
+        grouped = ast.BinOp(ast.BinOp(node.left, node.op, inner.left), inner.op, inner.right)
+        yield Edit(i, "parentheses", _widen, f"`{_text(grouped)}` in place of `{_text(node)}`",
+                   f"the parentheses make `{_text(inner)}` one term; the formula applies `{op}` to "
+                   f"`{_text(grouped.left)}` first.")
+
+
+def _same_value(first, then):
+    """(a first b) then c == a first (b then c): `a * b / c`, `a + b - c`."""
+    return isinstance(first, ast.Mult) and isinstance(then, (ast.Mult, ast.Div)) \
+        or isinstance(first, ast.Add) and isinstance(then, (ast.Add, ast.Sub))
+
+
+def _attached(node, depth, whole=True):
+    """A copy of `node` (`left op tail`) with `op tail` applied to the part `depth` steps down left's right
+    side: the whole expression, or (whole=False) the operation whose right side now takes it."""
+    new = copy.deepcopy(node)
+    cur = new.left
+    for _ in range(depth):
+        cur = cur.right
+    cur.right = ast.BinOp(cur.right, new.op, new.right)
+    return new.left if whole else cur
+
+
+def _attach_lower(n, tree, depth):
+    return replaced(tree, n, _attached(n, depth))
+
+
+def _widen(n, tree):
+    inner = n.right
+    n.left, n.op, n.right = ast.BinOp(n.left, n.op, inner.left), inner.op, inner.right
+    return True
+
+
+ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _regroup]
