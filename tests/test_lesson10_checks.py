@@ -188,3 +188,18 @@ def run_check(answer, text=False):
     with contextlib.redirect_stdout(io.StringIO()) as out:
         score = L.check_ddp_step_order(answer, points=1)
     return (score, out.getvalue()) if text else score
+
+
+def test_decoded_steps_stacked_along_the_first_axis_are_named_as_such():
+    """(L, B) where (B, L) belongs: the result probe names the axes' order before the decoded-rows probe
+    reads the steps as rows (and told of real tokens after an EOS)."""
+    right = ALTERNATIVES["greedy_decode_cached"][0]
+
+    def steps_first(model, src, bos_id, eos_id, max_len):
+        return right(model, src, bos_id, eos_id, max_len).T.contiguous()
+    exercise = next(e for e in L.EXERCISES if e.number == "10.6")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        score = exercise.checker(steps_first, hidden=True)
+    text = out.getvalue()
+    assert score < exercise.points
+    assert "with its axes in another order" in text and "after its EOS" not in text, text

@@ -869,6 +869,22 @@ def sample_unnormalised_cdf_argmax(logits, temperature=1.0, top_k=None, top_p=No
     return np.argmax(np.cumsum(p, axis=-1) > u, axis=-1)
 
 
+@slip("sample_next_token", "probe:sampling:top_k_threshold_from_smallest", "V - k + 1 tokens are kept",
+      never=("top_k_one_more",))
+def sample_threshold_from_the_bottom(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
+    """The k-th smallest as the threshold: with top_k 2 of 6 it keeps 5 tokens, not one more than k."""
+    rng = np.random.default_rng(rng)
+    z = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return np.argmax(z, axis=-1)
+    z = z / temperature
+    if top_k is not None:
+        z = np.where(z >= np.sort(z, axis=-1)[..., top_k - 1:top_k], z, -np.inf)
+    p = _softmax(_cut(z, None, top_p))
+    u = rng.random(p.shape[:-1] + (1,))
+    return np.minimum((np.cumsum(p, axis=-1) < u).sum(axis=-1), p.shape[-1] - 1)
+
+
 @slip("sample_next_token", "nucleus_without_the_crossing_token", "top-p keeps the wrong set",
       never=("always_the_argmax",))
 def sample_nucleus_without_crossing(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
@@ -883,7 +899,7 @@ def sample_nucleus_without_crossing(logits, temperature=1.0, top_k=None, top_p=N
     return np.minimum((np.cumsum(p, axis=-1) < u).sum(axis=-1), p.shape[-1] - 1)
 
 
-def _beam(model, src, bos_id, eos_id, beam_width, max_len, alpha, slots):
+def _beam(model, src, bos_id, eos_id, beam_width, max_len, alpha, slots, ranked_by=None):
     live, finished = [((), 0.0)], []
     H, mask = model.encode(np.asarray(src)[None])
     for _ in range(max_len):
@@ -911,9 +927,17 @@ def _beam(model, src, bos_id, eos_id, beam_width, max_len, alpha, slots):
 
     def score(h):
         return h[1] / len(h[0]) ** alpha
-    best = sorted(finished, key=score, reverse=True)[:beam_width]
-    best += sorted(live, key=score, reverse=True)[:beam_width - len(best)]
+    key = ranked_by or score
+    best = sorted(finished, key=key, reverse=True)[:beam_width]
+    best += sorted(live, key=key, reverse=True)[:beam_width - len(best)]
     return [(np.array(toks), score((toks, s))) for toks, s in best]
+
+
+@slip("beam_search", "probe:beam:ranked_by_raw_total", "ordered by their raw total", never=("stops_at_first",))
+def beam_ranked_by_total(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
+    """Each hypothesis returned with its normalised score, but the list sorted by the raw sum of log-probabilities
+    (the catalog's early stop fits its best hypothesis on one case: an earlier part's case refutes it)."""
+    return _beam(model, src, bos_id, eos_id, beam_width, max_len, alpha, "live", ranked_by=lambda h: h[1])
 
 
 @slip("beam_search", "probe:beam:finished_take_a_slot", "takes one of the beam_width places")

@@ -186,6 +186,20 @@ def slip_doubled_not_squared(d_model):
     return matrices + 4 * d_model
 
 
+def _rms(x, g):
+    return x / np.sqrt(np.mean(x ** 2, axis=-1, keepdims=True) + 1e-6) * g
+
+
+def ref_post_norm(x, g):
+    return _rms(x + np.tanh(x), g)
+
+
+def slip_normed_before_and_after(x, g):
+    return _rms(x + np.tanh(_rms(x, g)), g)  # a pre-norm's input left in a post-norm sublayer
+
+
+GAINED = [Case("(3, 4) and a gain", (r.normal(size=(3, 4)), r.normal(size=4))),
+          Case("(2, 3, 5) and a gain", (r.normal(size=(2, 3, 5)), r.normal(size=5)))]
 WIDTHS = [Case("d_model 8", (8,)), Case("d_model 16", (16,))]
 DECAY = [Case("step 3, d_model 16", (3.0, 16)), Case("step 40, d_model 64", (40.0, 64))]
 BATCHED = [Case("a (2, 5, 3) batch", (r.normal(size=(2, 5, 3)),)),
@@ -219,9 +233,10 @@ TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones
     (slip_gelu_parentheses, ref_gelu_like, X2, "parentheses", "`0.5 * x * (1.0 + np.tanh(0.8 * x))` in place of `0.5 * x * 1.0 + np.tanh(0.8 * x)`"),
     (slip_loop_over_first_axis, ref_running_sum, BATCHED, "axis", "`x.shape[-2]` in place of `x.shape[0]`"),
     (slip_doubled_not_squared, ref_weights, WIDTHS, "operator", "`4 * d_model ** 2` in place of `4 * d_model * 2`"),
+    (slip_normed_before_and_after, ref_post_norm, GAINED, "extra_call", "`x` in place of `_rms(x, g)`"),
 ], ids=["floor", "axis", "keepdims", "len", "ascending", "transpose", "sign", "step-twice", "swapped-lines",
                        "loop", "variable", "number-for-argument", "axis-for-argument", "product-for-sum",
-                       "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square"])
+                       "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square", "call-with-settings"])
 def test_one_edit_names_the_line_and_the_change(slip, reference, cases, kind, words):
     found = repair(attempt_for(slip, reference, cases), seconds=5)
     assert found is not None, slip.__name__
@@ -747,3 +762,21 @@ def test_heads_split_by_their_width_is_named_on_every_part(no_catalog):
     assert score == 0 and len(failed) == len(causes) >= 3, text
     assert "`self.n_heads` in place of `self.d_k`" in causes[0] and "split_heads takes the number of heads" in causes[0]
     assert all("`self.n_heads` in place of `self.d_k`" in c or c.endswith("the same as above.") for c in causes), text
+
+
+def causal_mask_loop_from_row_one(seq_len):
+    mask = np.zeros((seq_len, seq_len))
+    for i in range(1, seq_len):
+        mask[i, i + 1:] = -np.inf
+    return mask
+
+
+def test_a_catalog_match_that_an_earlier_part_refutes_is_not_named():
+    """On a 2 x 2 mask a loop that skips row 0 looks like np.triu(k=2) (the catalog's next_token_visible); the
+    first part's 4 x 4 mask shows that it is not, so the repair names the loop's start instead."""
+    from encdec.checks import lesson03
+    score, text = feedback(lesson03.check_create_causal_mask, causal_mask_loop_from_row_one)
+    assert score == 0 and "np.triu with k=2" not in text, text
+    causes = [line for line in text.splitlines() if "Likely cause:" in line]
+    assert len(causes) == 2 and all("`for i in range(1, seq_len):`" in c and "0 in place of 1" in c for c in causes), \
+        text

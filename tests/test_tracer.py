@@ -199,6 +199,9 @@ def test_shapes_are_explained_in_the_cases_names():
     assert "axes 0 and 1 are exchanged (5 (n) where 3 (m) belongs)" in explain_shape((5, 3), (3, 5), {"m": 3, "n": 5})
     assert "axis 1 has size 4 (d_k) where 5 (n) is expected" in explain_shape((3, 4), (3, 5), {"d_k": 4, "n": 5})
     assert "size 4 (d_k) at position 1 is missing" in explain_shape((2, 3), (2, 4, 3), {"d_k": 4})
+    said = explain_shape((2, 1, 1, 2, 4), (2, 2, 1, 1, 4))  # np.expand_dims(mask, 1), twice, on a (2, 2, n) batch
+    assert "axes of size 1 are in other places (at 1, 2; the answer has them at 2, 3)" in said
+    assert "counting from the end" in said and "exchanged" not in said
 
 
 def decoder_mask_without_head_axis(tgt_in, pad_id):

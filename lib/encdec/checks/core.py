@@ -479,9 +479,10 @@ class Checker:
             if problem and "shape: expected" in problem:
                 problem = _with_shape_reason(problem, got, expected, names, attempt.case_sizes)
             if problem:
-                mistake = (diagnose(got, catalog, case, case.float32, postprocess,
-                                    others=[c for c in cases if c is not case], student=student, forbidden=forbidden,
-                                    reference=reference)
+                mistake = (self._confirmed_earlier(
+                               diagnose(got, catalog, case, case.float32, postprocess,
+                                        others=[c for c in cases if c is not case], student=student,
+                                        forbidden=forbidden, reference=reference), student, every)
                            or (None if _other_structure(got, expected) else self._find_slip(probes, attempt))
                            or (None if _other_structure(got, expected) else self._locate(attempt, reference)))
                 return self._failed(label, _join(case, problem, ""), mistake, student, weight, cases, case, robust)
@@ -491,6 +492,20 @@ class Checker:
                                  case, robust)
             self._audit(probes, attempt, reference)
         return self.part(label, True, "", weight, cases, robust=robust)
+
+    def _confirmed_earlier(self, mistake, student, cases):
+        """The catalog's match, unless an earlier part that ran the same answer (the same function) shows it
+        to be a coincidence of this part's case: there, on a case the answer gets wrong, the mistake gives
+        another output (each part read through its own postprocess: np.triu(k=2) fits the 2 x 2 mask of a
+        loop that skips row 0, and stopping at the first EOS fits a beam ranked by raw totals on one case)."""
+        if mistake is None:
+            return None
+        for answer, earlier in self._runs[:-1]:
+            if answer is student and earlier.reference is not None and not _confirmed(
+                    mistake, [c for c in (earlier.case, *earlier.others) if all(c is not own for own in cases)],
+                    student, earlier.forbidden, earlier.postprocess, earlier.reference):
+                return None
+        return mistake
 
     def _failed(self, label, text, mistake, student, weight, cases, case, robust):
         """A failed part, its message followed by its likely cause; the cause kept to be checked again."""

@@ -399,6 +399,21 @@ def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa:
     return loss.item(), norm.item()
 
 
+@mistake("torch_train_step", "rolled_without_bos",
+         "the decoder's input is the targets rolled right by one with nothing put in front: position 0 holds the "
+         "last target (an <eos> or a pad) where <bos> belongs. Shifting right is a roll and <bos> written into "
+         "position 0: tgt_in[:, 0] = bos_id (or torch.cat of a <bos> column and tgt[:, :-1]).")
+def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):  # noqa: F811
+    import torch
+    _set_lr(optimizer, lr)
+    loss = _loss(model(src, tgt.roll(1, dims=-1)), tgt, model.config.pad_id)
+    optimizer.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return loss.item(), norm.item()
+
+
 @mistake("torch_train_step", "pads_counted",
          "the loss is averaged over the pad positions too, as if they were tokens to predict. Average "
          "over the real target tokens only: F.cross_entropy(..., ignore_index=pad_id), or mask the pads "

@@ -68,7 +68,8 @@ def beam_model(k, model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
     """beam_search with knobs: length ("with_eos": len counts EOS; "without_eos"; "with_bos": one more),
     alpha_used ("given"; "one": alpha ignored, 1.0 used; "none": no normalisation at all), finish
     ("rank": an EOS finishes a hypothesis only among the beam_width best candidates; "any": whatever
-    its rank), ban ("both", "none")."""
+    its rank), ban ("both", "none"), rank ("score"; "total": the results ordered by their raw total
+    log-probability, each returned with its normalised score)."""
     src = np.asarray(src)
     banned = [model.config.pad_id, bos_id] if k.get("ban", "both") == "both" else []
     live, finished = [((), 0.0)], []
@@ -110,9 +111,10 @@ def beam_model(k, model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
             length -= 1
         return sc / max(length, 1) ** a
 
-    results = sorted(finished, key=normalised, reverse=True)[:beam_width]
+    rank = normalised if k.get("rank", "score") == "score" else (lambda hyp: hyp[1])
+    results = sorted(finished, key=rank, reverse=True)[:beam_width]
     if len(results) < beam_width:
-        results += sorted(live, key=normalised, reverse=True)[: beam_width - len(results)]
+        results += sorted(live, key=rank, reverse=True)[: beam_width - len(results)]
     return [(np.array(toks, dtype=np.int64), normalised((toks, sc))) for toks, sc in results]
 
 
@@ -129,6 +131,9 @@ BEAM_PROBES = Probes(beam_model, Combos("beam", [
                                                              "its rank: only EOS among the beam_width best candidates "
                                                              "finishes one")]),
     ("ban", [("both", "", ""), ("none", "nothing_banned", "BOS and the pad token are not banned")]),
+    ("rank", [("score", "", ""), ("total", "ranked_by_raw_total", "the hypotheses are ordered by their raw total "
+                                                                  "log-probability, not by the normalised score they "
+                                                                  "are returned with: sort by score(y), best first")]),
     ("slots", [("live", "", ""), ("step", "finished_take_a_slot", "a hypothesis that finishes (EOS) takes one of "
                                                                   "the beam_width places of that step, so fewer live "
                                                                   "hypotheses go on: keep beam_width live (non-EOS) "

@@ -84,7 +84,8 @@ def sampling_cases():
         "temperature": [SamplingCase("6 tokens", LOGITS, {"temperature": 0.5}, 3),
                         SamplingCase("6 tokens", LOGITS, {"temperature": 2.0}, 4),
                         SamplingCase("9 tokens", spread, {"temperature": 1.7}, 5, hidden=True)],
-        "top_k": [SamplingCase("6 tokens", LOGITS, {"top_k": 3}, 6),
+        # top_k 2 of 6: one token more (3) and the k-th smallest as the threshold (5 kept) draw apart
+        "top_k": [SamplingCase("6 tokens", LOGITS, {"top_k": 2}, 6),
                   SamplingCase("9 tokens", spread, {"temperature": 0.8, "top_k": 4}, 7, hidden=True)],
         "top_p": [SamplingCase("6 tokens", LOGITS, {"top_p": 0.7}, 8),
                   SamplingCase("6 tokens", LOGITS, {"temperature": 0.5, "top_p": 0.8}, 9),

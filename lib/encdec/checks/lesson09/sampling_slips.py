@@ -44,10 +44,11 @@ def _sampling_diagnosis(c, freqs, error, case, catalog):
     return ""
 
 
-def _distribution(logits, temperature=1.0, top_k=None, top_p=None, *, temp="divide", k_shift=0, nucleus="before",
-                  order="k_then_p"):
+def _distribution(logits, temperature=1.0, top_k=None, top_p=None, *, temp="divide", k_shift=0, k_from="largest",
+                  nucleus="before", order="k_then_p"):
     """next_token_distribution with knobs: temp ("divide"; "multiply": logits * T; "none": T ignored;
-    "after": the top-k/top-p sets chosen at temperature 1), k_shift (top_k + shift kept), nucleus
+    "after": the top-k/top-p sets chosen at temperature 1), k_shift (top_k + shift kept), k_from ("largest";
+    "smallest": the threshold is the k-th smallest, so V - k + 1 tokens are kept), nucleus
     ("before": a token is kept while the mass before it is < top_p; "inclusive": while the mass up to it
     is < top_p, so the crossing token is dropped; "le": mass before it <= top_p, one token more on a tie;
     "none": top_p ignored), order ("k_then_p"; "p_then_k")."""
@@ -63,6 +64,7 @@ def _distribution(logits, temperature=1.0, top_k=None, top_p=None, *, temp="divi
         if top_k is None:
             return allowed
         kk = min(max(top_k + k_shift, 1), V)
+        kk = kk if k_from == "largest" else V - kk + 1
         masked = np.where(allowed, chooser, -np.inf)
         kth = np.sort(masked, axis=-1)[..., V - kk][..., None]
         return allowed & (masked >= kth)
@@ -95,6 +97,10 @@ SAMPLING_CHOICES = [
                                                    "dividing by T")]),
     ("k_shift", [(0, "", ""), (-1, "top_k_one_less", "one token fewer than top_k is kept"),
                  (1, "top_k_one_more", "one token more than top_k is kept")]),
+    ("k_from", [("largest", "", ""),
+                ("smallest", "top_k_threshold_from_smallest",
+                 "the threshold is the k-th smallest logit, not the k-th largest, so V - k + 1 tokens are kept, not k "
+                 "(an ascending np.sort read at index k - 1): read it at index -k")]),
     ("nucleus", [("before", "", ""),
                  ("inclusive", "nucleus_drops_crossing_token", "the nucleus stops before the token that takes the mass "
                                                                "to top_p (that token must stay)"),

@@ -55,7 +55,14 @@ def _swap_arguments(i, node, fdef):
 
 
 def _unwrap(i, node, fdef):
-    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+    """`f(x)` where `x` belongs; also `rms_norm(x, gamma)`, a call whose other arguments are settings (names,
+    attributes, numbers), not values computed on the way."""
+    if not (isinstance(node, ast.Call) and node.args):
+        return
+    one = len(node.args) == 1 and not node.keywords
+    settings = len(node.args) > 1 and isinstance(node.args[0], (ast.Name, ast.Attribute)) \
+        and all(isinstance(a, (ast.Attribute, ast.Name, ast.Constant)) for a in node.args[1:])
+    if one or settings:
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         if not name or name in _NOT_WRAPPERS or isinstance(node.args[0], ast.Starred):
             return

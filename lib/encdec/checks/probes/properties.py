@@ -192,6 +192,7 @@ class AdditiveMask(Property):
     hidden. where(index) describes an entry in the course's words, e.g. "query 2, key 3"."""
 
     kind = "mask"
+    symptom = True  # which entries are wrong is what, not why: the repair (a loop from 1, k=2) is tried first
 
     def __init__(self, where=None, what="the mask"):
         self.where, self.what = where, what

@@ -1,5 +1,6 @@
 """What the answer's returned value itself says, before any probe computes a variant: the right results in
-another order, the right numbers in another shape, and an integer array where the answer has fractions.
+another order, the right numbers in another shape or with their axes in another order, and an integer array
+where the answer has fractions.
 Each reads only the answer's output and the reference's on the failing case, so each is exact: it names the
 slip only when the numbers say so. Always on, first in the judging order (judging.py).
 """
@@ -91,6 +92,31 @@ class Reshaped(Probe):
         return None
 
 
+class Permuted(Probe):
+    """Decoded ids stacked step by step along dim 0, (L, B) where (B, L) belongs: the right numbers with their
+    axes in another order."""
+
+    kind = "result"
+
+    def find(self, attempt, probes):
+        if attempt.error is not None:
+            return None
+        for label, g, e in _pairs(attempt):
+            if g is None or e is None or g.shape == e.shape or g.ndim != e.ndim or not 2 <= g.ndim <= 4 \
+                    or sorted(g.shape) != sorted(e.shape):
+                continue
+            if [n for n in g.shape if n != 1] == [n for n in e.shape if n != 1]:
+                continue  # only axes of size 1 in other places (a mask's None axes): the shape explains it
+            for order in itertools.permutations(range(g.ndim)):
+                if tuple(g.shape[k] for k in order) == e.shape and _close(np.transpose(g, order), e, attempt.float32):
+                    return self.finding(attempt, "permuted", (
+                        f"{label} holds the right numbers with its axes in another order: shape {g.shape} where "
+                        f"the answer has {e.shape}. A stack along another axis (np.stack or torch.stack of the "
+                        "steps puts the steps first, axis 0) or a transpose too many or too few does that: build it "
+                        "along the right axis (axis=-1 / dim=-1 for one column per step), or move the axes back."))
+        return None
+
+
 class Truncated(Probe):
     """np.zeros((n, d), dtype=int) filled with sines: an integer array where the answer has fractions."""
 
@@ -119,4 +145,4 @@ class Truncated(Probe):
         return None
 
 
-RESULT_PROBES = [Reordered(), Reshaped(), Truncated()]
+RESULT_PROBES = [Reordered(), Reshaped(), Permuted(), Truncated()]

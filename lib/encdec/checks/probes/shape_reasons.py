@@ -63,6 +63,13 @@ def explain_shape(got, expected, sizes=None):
                 f"where they belong along axis {b}, or a reshape groups the numbers so")
     if len(got) == len(expected) and sorted(got) == sorted(expected):
         moved = [k for k in range(len(got)) if got[k] != expected[k]]
+        if [n for n in got if n != 1] == [n for n in expected if n != 1]:
+            def ones(shape):
+                return ", ".join(str(k) for k, n in enumerate(shape) if n == 1)
+            return (f"the axes of size 1 are in other places (at {ones(got)}; the answer has them at "
+                    f"{ones(expected)}): new axes inserted counting "
+                    "from the front (np.expand_dims(x, 1), x[:, None]) land after the batch axes of one input and "
+                    "not another; insert them counting from the end (x[..., None, None, :], np.expand_dims(x, -2))")
         if len(moved) == 2:
             a, b = moved
             return (f"axes {a} and {b} are exchanged ({size_named(got[a], sizes)} where {size_named(expected[a], sizes)} "
