@@ -176,6 +176,18 @@ def test_an_input_written_through_out_or_a_slice_is_found():
         assert score < 3 and f"changed `x` in place (line {line}:" in text, text
 
 
+def test_an_object_called_as_a_function_has_its_line_found():
+    from encdec.checks.inputs import where_changed
+
+    class Block:
+        def __call__(self, x, memory):
+            out = np.tanh(x)
+            x += out
+            return x
+    assert where_changed(Block(), "x") == (4, "x += out")
+    assert where_changed(Block(), "memory") is None
+
+
 def test_an_answer_that_copies_before_writing_in_place_keeps_its_points():
     def softmax(x, axis=-1):
         x = np.array(x, dtype=float, copy=True)
