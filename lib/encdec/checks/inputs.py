@@ -23,18 +23,19 @@ def changed_inputs(student, args, kwargs, before_args, before_kwargs):
 
 
 def where_changed(student, name):
-    """The first line of `student`'s source that writes into the parameter `name`, as (number, text) in the
-    function's own numbering (1 = the def line), or None."""
+    """The first line of `student`'s source that writes into the parameter `name`, as (number, text), the
+    number counted as the student's cell (or file) counts it, or None."""
     if not (inspect.isfunction(student) or inspect.ismethod(student)) and callable(student):
         student = type(student).__call__  # an object called as a function: a block's __call__
     try:
-        source = textwrap.dedent(inspect.getsource(student))
+        lines, first = inspect.getsourcelines(student)
+        source = textwrap.dedent("".join(lines))
         tree = ast.parse(source)
     except (OSError, TypeError, SyntaxError, IndentationError):
         return None
     for node in ast.walk(tree):
         if _writes_into(node, name):
-            return node.lineno, source.splitlines()[node.lineno - 1].strip()
+            return max(first, 1) + node.lineno - 1, source.splitlines()[node.lineno - 1].strip()
     return None
 
 
