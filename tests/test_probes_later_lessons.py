@@ -337,6 +337,19 @@ def encode_two_slips(model, src):
     return _enc(model, src, mask=False, norm="dec")
 
 
+@slip("encode", "repair:off_by_one", "0 in place of 1", never=("probe:encode:not_chained",))
+def encode_skips_the_first_block(model, src):
+    """On the two-block models every block reading the embedding gives the same output; the one-block and
+    three-block cases tell them apart, so the loop's start is named."""
+    from encdec.attention import padding_mask
+    from encdec.layers import rms_norm
+    mask = padding_mask(src, model.config.pad_id)
+    x = model.embed(src)
+    for i in range(1, len(model.encoder)):
+        x = model.encoder[i](x, mask=mask)
+    return rms_norm(x, model.encoder_norm_gamma, model.config.eps), mask
+
+
 @slip("encode", "probe:padding:pad_changes_real_positions", "one more pad at the end of the source")
 def encode_mask_as_zeros(model, src):
     src = np.asarray(src)

@@ -198,6 +198,15 @@ def slip_normed_before_and_after(x, g):
     return _rms(x + np.tanh(_rms(x, g)), g)  # a pre-norm's input left in a post-norm sublayer
 
 
+def ref_gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def slip_root_over_everything(x):
+    inner = np.sqrt(2 / np.pi * (x + 0.044715 * x ** 3))  # the root closes after the whole argument
+    return 0.5 * x * (1 + np.tanh(inner))
+
+
 GAINED = [Case("(3, 4) and a gain", (r.normal(size=(3, 4)), r.normal(size=4))),
           Case("(2, 3, 5) and a gain", (r.normal(size=(2, 3, 5)), r.normal(size=5)))]
 WIDTHS = [Case("d_model 8", (8,)), Case("d_model 16", (16,))]
@@ -234,9 +243,11 @@ TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones
     (slip_loop_over_first_axis, ref_running_sum, BATCHED, "axis", "`x.shape[-2]` in place of `x.shape[0]`"),
     (slip_doubled_not_squared, ref_weights, WIDTHS, "operator", "`4 * d_model ** 2` in place of `4 * d_model * 2`"),
     (slip_normed_before_and_after, ref_post_norm, GAINED, "extra_call", "`x` in place of `_rms(x, g)`"),
+    (slip_root_over_everything, ref_gelu_tanh, X2, "parentheses",
+     "`np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)` in place of `np.sqrt(2 / np.pi * (x + 0.044715 * x ** 3))`"),
 ], ids=["floor", "axis", "keepdims", "len", "ascending", "transpose", "sign", "step-twice", "swapped-lines",
                        "loop", "variable", "number-for-argument", "axis-for-argument", "product-for-sum",
-                       "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square", "call-with-settings"])
+                       "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square", "call-with-settings", "call-too-wide"])
 def test_one_edit_names_the_line_and_the_change(slip, reference, cases, kind, words):
     found = repair(attempt_for(slip, reference, cases), seconds=5)
     assert found is not None, slip.__name__
@@ -780,3 +791,18 @@ def test_a_catalog_match_that_an_earlier_part_refutes_is_not_named():
     causes = [line for line in text.splitlines() if "Likely cause:" in line]
     assert len(causes) == 2 and all("`for i in range(1, seq_len):`" in c and "0 in place of 1" in c for c in causes), \
         text
+
+
+class WeightsAveragedOverHeads(MultiHeadAttention):  # at module level: the repair compiles copies of its methods
+    def attend(self, query_input, K, V, mask=None):
+        Q = split_heads(query_input @ self.W_q, self.n_heads)
+        heads, weights = cross_attention(Q, K, V, mask)
+        return merge_heads(heads) @ self.W_o, weights.mean(axis=-3)
+
+
+def test_a_fix_that_mends_only_the_one_head_part_is_withdrawn():
+    """keepdims=True makes the single-head part right ((1, m, n) from a mean over one head) and no other: each
+    part builds its own object, and the fix is tried on the others' objects before it is named."""
+    from encdec.checks import lesson04
+    score, text = feedback(lesson04.check_attend, WeightsAveragedOverHeads)
+    assert score == 0 and "keepdims=True added to" not in text, text

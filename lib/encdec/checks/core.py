@@ -515,17 +515,21 @@ class Checker:
 
     def _confirm_repairs(self):
         """Once every part has run: each fix the repair named for one part is run again on the cases of every
-        part that checked the same answer. A fix that breaks one of them mended only its own part's cases
+        part that checked the same answer (the same code, bound to that part's own object where each part
+        builds one). A fix that breaks one of them mended only its own part's cases
         (dropping `+ mask` where that part's masks were all None); it is withdrawn, and the part's cause is
         the fixes that remain, or none. Each part's message is then written again with its cause."""
-        from .probes.repair import finding, still_right
+        from .probes.repair import finding, rebound, still_right
         changed = {}
         for _, _, mistake, student in self._causes:
             fixes = getattr(mistake, "fixes", ())
             if not fixes or id(mistake) in changed:
                 continue
             runs = [attempt for answer, attempt in self._runs if answer is student]
-            kept = [(edit, copy_) for edit, copy_ in fixes if all(still_right(a, copy_) for a in runs)]
+            elsewhere = [(answer, attempt) for answer, attempt in self._runs if answer is not student]
+            kept = [(edit, copy_) for edit, copy_ in fixes if all(still_right(a, copy_) for a in runs)
+                    and all(still_right(a, other) for answer, a in elsewhere
+                            for other in [rebound(copy_, student, answer)] if other is not None)]
             if len(kept) < len(fixes):
                 changed[id(mistake)] = finding(mistake.exercise, mistake.source, kept, None) if kept else None
         if not changed:

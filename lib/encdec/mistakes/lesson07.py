@@ -463,8 +463,10 @@ def softmax_backward(dout, probs, axis=-1):  # noqa: F811
 
 
 @mistake("attention_backward", "scale_applied_twice",
-         "the 1/sqrt(d_k) factor is applied twice (to the gradient of the scores, then again in dQ and dK), so "
-         "dQ and dK are divided by d_k. The scores were scaled once in the forward pass: scale their gradient once.")
+         "dQ and dK come out divided by d_k where the forward pass divided the scores by sqrt(d_k): the factor "
+         "is applied twice (to the gradient of the scores, then again in dQ and dK), or the gradient of the "
+         "scores is divided by d_k itself. The scores were scaled once, by 1/sqrt(d_k): scale their gradient "
+         "once, by the same factor.")
 def attention_backward(dout, Q, K, V, weights):  # noqa: F811
     scale = 1.0 / np.sqrt(Q.shape[-1])
     dV = _T(weights) @ dout

@@ -1,6 +1,7 @@
 """The edits of a formula's arithmetic, tried by the repair probe after the moves of moves.py: a product
 where the formula adds (`scores * mask`), a double where it squares (`d_model * 2`), and parentheses left
-out or put around the wrong terms (`t ** -3 / 2`, `(step * warmup) ** -1.5`). Same contract as edits.py.
+out or put around the wrong terms (`t ** -3 / 2`, `(step * warmup) ** -1.5`, `np.sqrt(2 / np.pi * x)` for
+`np.sqrt(2 / np.pi) * x`). Same contract as edits.py.
 """
 
 import ast
@@ -93,4 +94,33 @@ def _widen(n, tree):
     return True
 
 
-ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _regroup]
+_ONE_ARGUMENT = {"sqrt", "exp", "log", "tanh", "abs", "square", "sin", "cos"}
+
+
+def _narrow_call(i, node, fdef):
+    """`np.sqrt(2 / np.pi * (x + c))` for `np.sqrt(2 / np.pi) * (x + c)`: a function's parentheses close
+    after more than the formula gives it."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
+            and isinstance(node.args[0], ast.BinOp) and type(node.args[0].op) in _SYMBOLS):
+        return
+    name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    if name not in _ONE_ARGUMENT:
+        return
+    inner = node.args[0]
+    for side in ("left", "right"):
+        kept = getattr(inner, side)
+        narrowed = ast.BinOp(ast.Call(node.func, [kept], []), inner.op, inner.right) if side == "left" else \
+            ast.BinOp(inner.left, inner.op, ast.Call(node.func, [kept], []))
+        yield Edit(i, "parentheses", lambda n, tree, side=side: replaced(tree, n, _narrowed(n, side)),
+                   f"`{_text(narrowed)}` in place of `{_text(node)}`",
+                   f"the parentheses of `{_text(node.func)}(...)` take in `{_text(inner)}`; the formula applies it to "
+                   f"`{_text(kept)}` alone.")
+
+
+def _narrowed(n, side):
+    inner = n.args[0]
+    call = ast.Call(n.func, [getattr(inner, side)], [])
+    return ast.BinOp(call, inner.op, inner.right) if side == "left" else ast.BinOp(inner.left, inner.op, call)
+
+
+ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _regroup, _narrow_call]

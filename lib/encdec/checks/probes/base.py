@@ -210,13 +210,16 @@ class Variant(Probe):
     needs_confirmation = False  # True: a finding needs another failing case it also explains
 
     def confirmed(self, attempt, probes, detail):
-        """False when the same variant does not explain the answer on another case of the part where the
-        answer also fails: a variant that fits one case by a coincidence of its numbers (d_k ** 0.25 =
-        sqrt(d_v) when d_k = 4 and d_v = 2) is not the slip. When no other case can tell: True, unless
-        the kind needs confirmation (a factor named after a size, which numbers alone can imitate)."""
+        """False when the same variant does not explain the answer on one of the part's next three cases
+        where the answer also fails: a variant that fits one case by a coincidence of its numbers (d_k ** 0.25
+        = sqrt(d_v) when d_k = 4 and d_v = 2; every block reading the embedding, on two-block models, for
+        a loop that skips the first block) is not the slip. True when it explains every such case; when no
+        other case can tell, True unless the kind needs confirmation (a factor named after a size, which
+        numbers alone can imitate)."""
+        if attempt.reference is None:
+            return True
+        told = False
         for case in getattr(attempt, "others", ())[:3]:
-            if attempt.reference is None:
-                return True
             try:
                 other = attempt.on(case)
             except Exception:
@@ -225,9 +228,15 @@ class Variant(Probe):
                 continue  # the answer is right there: that case tells nothing
             for again, _, knobs in self.variants(other, probes):
                 if again == detail:
-                    return self.matches(other, probes, knobs)
+                    value, error = probes.run(other, knobs)
+                    if error is not None and other.error is None:
+                        break  # the variant cannot run there (nothing to shift in one token): it tells nothing
+                    if not self.matches(other, probes, knobs):
+                        return False
+                    told = True
+                    break
             # the variant does not apply there (a swap of arrays that differ in shape on that case): it tells nothing
-        return not self.needs_confirmation
+        return told or not self.needs_confirmation
 
     @staticmethod
     def matches(attempt, probes, knobs):

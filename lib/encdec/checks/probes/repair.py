@@ -255,6 +255,21 @@ def still_right(attempt, candidate, seconds=None):
         return False
 
 
+def rebound(candidate, student, other):
+    """The repair's copy `candidate`, made from the answer `student`, made callable as `other` is, where
+    `other` is the same code bound to another object (a part that builds its own CrossAttention with other
+    weights); None where it is not."""
+    try:
+        fn, _ = _target(student)
+        mine, bind = _target(other)
+        edited, _ = _target(candidate)
+        if fn is None or mine is None or edited is None or fn.__code__ is not mine.__code__:
+            return None
+        return bind(edited)
+    except Exception:
+        return None
+
+
 def finding(exercise, fn, fixes, cases):
     """One fix: its line, why, and the change. Two: both, for the student to tell which is the slip (a
     step left out and a second slip that undoes it can be mended either way)."""
