@@ -568,6 +568,13 @@ def _schedule(step, d_model, warmup_steps, factor=1.0, shift=0, warm=-1.5, d_pow
     return factor * d_model**d_power * min(step**-0.5, step * warmup_steps**warm)
 
 
+@slip("warmup_schedule", "repair:parentheses", "`factor * d_model ** (-0.5)` in place of", never=("probe:scale",))
+def schedule_factor_inside_the_power(step, d_model, warmup_steps, factor=1.0):
+    """The rates come out factor^-0.5 times too small: the scale probe's fitted ratio says so, with no line; the
+    repair, tried first for such a finding, quotes the line and the parentheses."""
+    return (factor * d_model) ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+
+
 @slip("warmup_schedule", "probe:schedule:ramp_over_warmup+d_model_inverse", "Two slips together")
 def schedule_two_slips(step, d_model, warmup_steps, factor=1.0):
     return _schedule(step, d_model, warmup_steps, factor, warm=-1.0, d_power=-1.0)

@@ -22,6 +22,7 @@ class Finding:
     detail: str = ""
     fixes: tuple = field(default=(), compare=False, repr=False)  # the repair's ((edit, copy), ...), re-checked
     source: object = field(default=None, compare=False, repr=False)  # the answer's function the edits are of
+    weak: bool = field(default=False, compare=False, repr=False)  # says what is off, not where: the repair first
 
 
 class Knobs(dict):
