@@ -203,3 +203,25 @@ def test_decoded_steps_stacked_along_the_first_axis_are_named_as_such():
     text = out.getvalue()
     assert score < exercise.points
     assert "with its axes in another order" in text and "after its EOS" not in text, text
+
+
+def test_cross_entropy_given_the_positions_axis_is_named():
+    """F.cross_entropy(logits (B, m, V), tgt (B, m)): torch reads the classes on dim 1 and says only which
+    target size it expected; the feedback says why and how to flatten."""
+    import torch.nn.functional as F
+
+    def torch_train_step(model, optimizer, src, tgt, bos_id, lr, max_norm):
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        tgt_in = torch.cat([torch.full_like(tgt[:, :1], bos_id), tgt[:, :-1]], dim=1)
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(src, tgt_in), tgt, ignore_index=model.config.pad_id)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        optimizer.step()
+        return loss.item(), norm.item()
+    exercise = next(e for e in L.EXERCISES if e.number == "10.4")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        score = exercise.checker(torch_train_step, hidden=True)
+    text = out.getvalue()
+    assert score == 0 and "F.cross_entropy reads the classes on dim 1" in text and "logits.reshape(-1" in text, text

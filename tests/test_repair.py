@@ -207,6 +207,34 @@ def slip_root_over_everything(x):
     return 0.5 * x * (1 + np.tanh(inner))
 
 
+def ref_masked_mean(x, pad_id=None):
+    keep = np.ones(x.shape, dtype=bool) if pad_id is None else x != pad_id
+    return (x * keep).sum(axis=-1) / keep.sum(axis=-1)
+
+
+def slip_pad_zero_taken_for_none(x, pad_id=None):
+    keep = x != pad_id if pad_id else np.ones(x.shape, dtype=bool)  # a pad id of 0 is false
+    return (x * keep).sum(axis=-1) / keep.sum(axis=-1)
+
+
+def _mix(x, memory=None, mask=None):
+    memory = x if memory is None else memory
+    out = x @ memory.swapaxes(-1, -2)
+    return out if mask is None else out + mask
+
+
+def ref_mixed(x, mask):
+    return _mix(x, mask=mask)
+
+
+def slip_mask_by_position(x, mask):
+    return _mix(x, mask)  # lands in `memory`
+
+
+PADDED = [Case("pad id 0", (np.array([[3.0, 1.0, 0.0], [2.0, 0.0, 0.0]]), 0)),
+          Case("pad id 2", (np.array([[3.0, 1.0, 2.0], [2.0, 4.0, 2.0]]), 2))]
+MIXED = [Case("(3, 4) with a mask", (r.normal(size=(3, 4)), np.triu(np.full((3, 3), -1e9), 1))),
+         Case("(2, 3, 4) with a mask", (r.normal(size=(2, 3, 4)), np.zeros((3, 3))))]
 GAINED = [Case("(3, 4) and a gain", (r.normal(size=(3, 4)), r.normal(size=4))),
           Case("(2, 3, 5) and a gain", (r.normal(size=(2, 3, 5)), r.normal(size=5)))]
 WIDTHS = [Case("d_model 8", (8,)), Case("d_model 16", (16,))]
@@ -243,11 +271,14 @@ TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones
     (slip_loop_over_first_axis, ref_running_sum, BATCHED, "axis", "`x.shape[-2]` in place of `x.shape[0]`"),
     (slip_doubled_not_squared, ref_weights, WIDTHS, "operator", "`4 * d_model ** 2` in place of `4 * d_model * 2`"),
     (slip_normed_before_and_after, ref_post_norm, GAINED, "extra_call", "`x` in place of `_rms(x, g)`"),
+    (slip_pad_zero_taken_for_none, ref_masked_mean, PADDED, "condition", "`pad_id is not None` in place of `pad_id`"),
+    (slip_mask_by_position, ref_mixed, MIXED, "arguments", "`mask=mask` in place of `mask` given by position"),
     (slip_root_over_everything, ref_gelu_tanh, X2, "parentheses",
      "`np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)` in place of `np.sqrt(2 / np.pi * (x + 0.044715 * x ** 3))`"),
 ], ids=["floor", "axis", "keepdims", "len", "ascending", "transpose", "sign", "step-twice", "swapped-lines",
                        "loop", "variable", "number-for-argument", "axis-for-argument", "product-for-sum",
-                       "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square", "call-with-settings", "call-too-wide"])
+                       "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square", "call-with-settings", "pad-zero-is-false", "mask-by-position",
+                       "call-too-wide"])
 def test_one_edit_names_the_line_and_the_change(slip, reference, cases, kind, words):
     found = repair(attempt_for(slip, reference, cases), seconds=5)
     assert found is not None, slip.__name__
@@ -806,3 +837,23 @@ def test_a_fix_that_mends_only_the_one_head_part_is_withdrawn():
     from encdec.checks import lesson04
     score, text = feedback(lesson04.check_attend, WeightsAveragedOverHeads)
     assert score == 0 and "keepdims=True added to" not in text, text
+
+
+def causal_mask_of_integers(seq_len):
+    mask = np.zeros((seq_len, seq_len), dtype=int)
+    mask[np.triu_indices(seq_len, k=1)] = -np.inf
+    return mask
+
+
+def logits_without_batch_axes(h, E):
+    return np.einsum("md,vd->mv", h, E)
+
+
+def test_errors_whose_message_is_numpys_are_said_in_the_answers_names(no_catalog):
+    """-inf into an integer array and einsum subscripts without `...`, each with its cause (library_errors.py)."""
+    from encdec.checks import lesson03
+    no_catalog("create_causal_mask", "output_logits")
+    _, text = feedback(lesson03.check_create_causal_mask, causal_mask_of_integers)
+    assert "writes -inf into `mask`, an array of int64 (integers)" in text and "float array" in text, text
+    _, text = feedback(lesson03.check_output_logits, logits_without_batch_axes)
+    assert 'write `...` for them, "...md,...vd->...mv"' in text, text

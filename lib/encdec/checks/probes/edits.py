@@ -237,6 +237,19 @@ def _axis_a_loop_indexes(fdef, size):
     return None
 
 
+def _truthiness(i, node, fdef):
+    """`if pad_id:` where `if pad_id is not None:` is meant: a pad id of 0 is false."""
+    if isinstance(node, (ast.If, ast.IfExp, ast.While)) and isinstance(node.test, ast.Name):
+        name = node.test.id
+
+        def apply(n, tree):
+            n.test = ast.Compare(ast.Name(name, ast.Load()), [ast.IsNot()], [ast.Constant(None)])
+            return True
+        yield Edit(i, "condition", apply, f"`{name} is not None` in place of `{name}` as the condition",
+                   f"`if {name}:` is false for 0 as well as for None, so a value of 0 ({name} = 0, a real pad id) "
+                   "is taken for \"not given\".")
+
+
 def _off_by_one(i, node, fdef):
     k = _const_int(node)
     if k is None:
@@ -254,4 +267,5 @@ def _off_by_one(i, node, fdef):
         yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", f"a number one off, {where}.")
 
 
-EXPRESSION_KINDS = [_floordiv, _compare, _axis, _shape_axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort, _flip, _off_by_one]
+EXPRESSION_KINDS = [_floordiv, _compare, _axis, _shape_axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort,
+                    _flip, _truthiness, _off_by_one]

@@ -12,7 +12,9 @@ order. The first that names one wins; none of them changes the score.
    a finding marked `weak` (a fitted factor with no name, which says what is off but not where) is given
    only when the repair (4) finds no edit;
 3. an error read from the failing line, always on: an index with too many axes, a slice given a value of
-   another length, None or a tuple used as an array (failed_lines.FAILED_LINE_PROBES): each names its
+   another length, None or a tuple used as an array (failed_lines.FAILED_LINE_PROBES), then errors whose
+   message is NumPy's or PyTorch's (library_errors.LIBRARY_ERROR_PROBES: -inf into an integer array, einsum
+   without `...`, cross_entropy's class axis): each names its
    cause, where an edit that happens to mend the part's cases (dropping `+ mask` where every case's mask
    is None) would not;
 4. the repair (repair.py), always on: the one small edit of the answer's own code that makes it right on
@@ -23,6 +25,7 @@ order. The first that names one wins; none of them changes the score.
 
 from .base import NO_PROBES, Finding
 from .failed_lines import FAILED_LINE_PROBES
+from .library_errors import LIBRARY_ERROR_PROBES
 from .repair import Repair
 from .results import RESULT_PROBES
 from .shape_reasons import explain_shape, joined
@@ -43,7 +46,7 @@ def find_slip(probes, attempt):
             return finding
     causes = [probe for probe in probes.probes if not probe.symptom]
     symptoms = [probe for probe in probes.probes if probe.symptom]
-    for probe in [*causes, *FAILED_LINE_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:
+    for probe in [*causes, *FAILED_LINE_PROBES, *LIBRARY_ERROR_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:
         finding = probe.safe_find(attempt, probes)
         if finding is not None:
             if finding.weak and probe is not REPAIR:  # a fitted factor with no name: the line, where one mends it

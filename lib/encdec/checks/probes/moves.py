@@ -54,6 +54,23 @@ def _swap_arguments(i, node, fdef):
                        "(the order of its parameters is in its docstring).")
 
 
+def _mask_by_keyword(i, node, fdef):
+    """`self.self_attn(h, mask)` where the second parameter is the keys' input: the mask given by position
+    lands in another parameter; `mask=mask` gives it by name."""
+    if not (isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(node.args[-1], ast.Name)
+            and "mask" in node.args[-1].id and not any(k.arg == "mask" for k in node.keywords)):
+        return
+    name = node.args[-1].id
+
+    def apply(n, tree):
+        n.args = n.args[:-1]
+        n.keywords = [*n.keywords, ast.keyword("mask", ast.Name(name, ast.Load()))]
+        return True
+    yield Edit(i, "arguments", apply, f"`mask={name}` in place of `{name}` given by position in `{_text(node)}`",
+               f"given by position, `{name}` lands in the parameter in that place, not in `mask` (the order of "
+               "the parameters is in the docstring): give it by name.")
+
+
 def _unwrap(i, node, fdef):
     """`f(x)` where `x` belongs; also `rms_norm(x, gamma)`, a call whose other arguments are settings (names,
     attributes, numbers), not values computed on the way."""
@@ -223,5 +240,5 @@ def axis_argument(i, node, fdef):
 
 # moves and exchanges first; what removes a step (which can also undo a right step that a second slip
 # needs) after them, another variable, then an argument for a number, last (arithmetic.py's come after these)
-STATEMENT_KINDS = [_swap_arguments, _unpack, _statements, _unwrap, _drop_term, _left_out, _instead,
+STATEMENT_KINDS = [_swap_arguments, _mask_by_keyword, _unpack, _statements, _unwrap, _drop_term, _left_out, _instead,
                    _number_for_argument]

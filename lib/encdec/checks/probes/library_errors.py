@@ -1,0 +1,80 @@
+"""Errors whose message comes from NumPy or PyTorch, said in the student's names with their usual cause:
+-inf written into an integer array, einsum subscripts without `...` for the batch axes, and
+F.cross_entropy given (B, m, V) logits with (B, m) targets. Read from the failing line like
+failed_lines.py; always on, after it.
+"""
+
+import ast
+import re
+
+from .base import Probe
+from .failed_lines import _failed
+from .shapes import _resolve
+
+
+class InfinityIntoIntegers(Probe):
+    """`mask = np.zeros((m, m), dtype=int)` then `mask[...] = -np.inf`: an integer array cannot hold -inf."""
+
+    kind = "dtype"
+
+    def find(self, attempt, probes):
+        found = _failed(attempt, OverflowError, "cannot convert float infinity to integer")
+        if found is None:
+            return None
+        frame, line, tree = found
+        for node in ast.walk(tree):
+            target = node.value if isinstance(node, ast.Subscript) else node
+            a = _resolve(target, frame) if isinstance(target, (ast.Name, ast.Attribute)) else None
+            if a is not None and getattr(a, "dtype", None) is not None and a.dtype.kind in "iub":
+                name, kind = ast.unparse(target), "booleans" if a.dtype.kind == "b" else "integers"
+                return self.finding(attempt, "integer_array", (
+                    f"`{line}` writes -inf into `{name}`, an array of {a.dtype} ({kind}), which cannot hold it. The array was made with an integer dtype (dtype=int, or zeros_like of "
+                    f"token ids): make `{name}` a float array (np.zeros(..., dtype=float), or np.full(..., 0.0))."))
+        return None
+
+
+class EinsumWithoutEllipsis(Probe):
+    """`np.einsum("md,vd->mv", h, E)` on a batch h (..., m, d): the subscripts name fewer axes than h has."""
+
+    kind = "einsum"
+
+    def find(self, attempt, probes):
+        found = _failed(attempt, ValueError, "more dimensions than subscripts given in einstein sum")
+        if found is None:
+            return None
+        frame, line, tree = found
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "einsum" \
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                spec = node.args[0].value
+                ins, _, out = spec.replace(" ", "").partition("->")
+                batched = ",".join("..." + s if s and not s.startswith("...") else s for s in ins.split(","))
+                fixed = batched + ("->..." + out if out and not out.startswith("...") else "->" + out if out else "")
+                return self.finding(attempt, "no_ellipsis", (
+                    f"the subscripts \"{spec}\" of `{ast.unparse(node)}` name one letter per axis, and an input comes "
+                    "with more axes (a batch in front). Inputs come with any number of leading axes (the "
+                    f"docstring's `...`): write `...` for them, \"{fixed}\"."))
+        return None
+
+
+_TARGET_SIZE = re.compile(r"Expected target size \[([\d, ]*)\], got \[([\d, ]*)\]")
+
+
+class CrossEntropyClassAxis(Probe):
+    """F.cross_entropy(logits (B, m, V), targets (B, m)): torch reads the classes on dim 1."""
+
+    kind = "cross_entropy"
+
+    def find(self, attempt, probes):
+        found = _failed(attempt, RuntimeError, "Expected target size")
+        sizes = _TARGET_SIZE.search(str(attempt.error)) if found else None
+        if sizes is None or "cross_entropy" not in found[1]:
+            return None
+        return self.finding(attempt, "class_axis", (
+            f"`{found[1].strip()}`: F.cross_entropy reads the classes on dim 1 (logits (N, V), or (N, V, d...) with "
+            f"targets (N, d...)), so (B, m, V) logits are taken as B rows of m classes over V positions (it expected "
+            f"targets of shape [{sizes.group(1)}]). Flatten both, `F.cross_entropy(logits.reshape(-1, logits.shape[-1]), "
+            "tgt.reshape(-1), ...)`, or move the classes to dim 1 with `logits.transpose(1, 2)`."))
+
+
+LIBRARY_ERROR_PROBES = [InfinityIntoIntegers(), EinsumWithoutEllipsis(), CrossEntropyClassAxis()]
