@@ -38,6 +38,16 @@ def _failed(attempt, kinds, words):
     return failing_line(exc)
 
 
+def failed_nodes(attempt, kinds, words):
+    """(frame, the failing line, a node of its tree) for each node, when the answer's error is one of `kinds`
+    and says `words`; nothing otherwise."""
+    found = _failed(attempt, kinds, words)
+    if found is not None:
+        frame, line, tree = found
+        for node in ast.walk(tree):
+            yield frame, line, node
+
+
 def _indexed(subscript):
     """How many axes an index takes (None and ... take none)."""
     elts = subscript.slice.elts if isinstance(subscript.slice, ast.Tuple) else [subscript.slice]

@@ -8,7 +8,7 @@ import ast
 import re
 
 from .base import Probe
-from .failed_lines import _failed
+from .failed_lines import _failed, failed_nodes
 from .shapes import _resolve
 
 
@@ -18,18 +18,16 @@ class InfinityIntoIntegers(Probe):
     kind = "dtype"
 
     def find(self, attempt, probes):
-        found = _failed(attempt, OverflowError, "cannot convert float infinity to integer")
-        if found is None:
-            return None
-        frame, line, tree = found
-        for node in ast.walk(tree):
+        for frame, line, node in failed_nodes(attempt, OverflowError, "cannot convert float infinity to integer"):
             target = node.value if isinstance(node, ast.Subscript) else node
             a = _resolve(target, frame) if isinstance(target, (ast.Name, ast.Attribute)) else None
-            if a is not None and getattr(a, "dtype", None) is not None and a.dtype.kind in "iub":
-                name, kind = ast.unparse(target), "booleans" if a.dtype.kind == "b" else "integers"
-                return self.finding(attempt, "integer_array", (
-                    f"`{line}` writes -inf into `{name}`, an array of {a.dtype} ({kind}), which cannot hold it. The array was made with an integer dtype (dtype=int, or zeros_like of "
-                    f"token ids): make `{name}` a float array (np.zeros(..., dtype=float), or np.full(..., 0.0))."))
+            if a is None or a.dtype.kind not in "iub":
+                continue
+            name, kind = ast.unparse(target), "booleans" if a.dtype.kind == "b" else "integers"
+            return self.finding(attempt, "integer_array", (
+                f"`{line}` writes -inf into `{name}`, an array of {a.dtype} ({kind}), which cannot hold it. The array "
+                "was made with an integer dtype (dtype=int, or zeros_like of token ids): make "
+                f"`{name}` a float array (np.zeros(..., dtype=float), or np.full(..., 0.0))."))
         return None
 
 
@@ -39,22 +37,26 @@ class EinsumWithoutEllipsis(Probe):
     kind = "einsum"
 
     def find(self, attempt, probes):
-        found = _failed(attempt, ValueError, "more dimensions than subscripts given in einstein sum")
-        if found is None:
-            return None
-        frame, line, tree = found
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "einsum" \
-                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                spec = node.args[0].value
-                ins, _, out = spec.replace(" ", "").partition("->")
-                batched = ",".join("..." + s if s and not s.startswith("...") else s for s in ins.split(","))
-                fixed = batched + ("->..." + out if out and not out.startswith("...") else "->" + out if out else "")
-                return self.finding(attempt, "no_ellipsis", (
-                    f"the subscripts \"{spec}\" of `{ast.unparse(node)}` name one letter per axis, and an input comes "
-                    "with more axes (a batch in front). Inputs come with any number of leading axes (the "
-                    f"docstring's `...`): write `...` for them, \"{fixed}\"."))
+        for _, _, node in failed_nodes(attempt, ValueError, "more dimensions than subscripts given in einstein sum"):
+            spec = _subscripts(node)
+            if spec is None:
+                continue
+            ins, _, out = spec.replace(" ", "").partition("->")
+            batched = ",".join("..." + s if s and not s.startswith("...") else s for s in ins.split(","))
+            fixed = batched + ("->..." + out if out and not out.startswith("...") else "->" + out if out else "")
+            return self.finding(attempt, "no_ellipsis", (
+                f"the subscripts \"{spec}\" of `{ast.unparse(node)}` name one letter per axis, and an input comes "
+                "with more axes (a batch in front). Inputs come with any number of leading axes (the docstring's "
+                f"`...`): write `...` for them, \"{fixed}\"."))
         return None
+
+
+def _subscripts(node):
+    """The subscripts string of an einsum call, or None."""
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "einsum" \
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        return node.args[0].value
+    return None
 
 
 _TARGET_SIZE = re.compile(r"Expected target size \[([\d, ]*)\], got \[([\d, ]*)\]")
