@@ -531,8 +531,9 @@ def seq_xent_two_slips(logits, targets, pad_id=None, label_smoothing=0.0):
     return _seq_xent(logits, targets, pad_id, label_smoothing, smooth="no_pad", pads_kept=True)
 
 
-@slip("sequence_cross_entropy", "probe:scale:other", "the entries of dlogits are multiplied by")
+@slip("sequence_cross_entropy", "repair:off_by_one", "a factor of 2 where the formula has 1 (none)")
 def seq_xent_half_gradient(logits, targets, pad_id=None, label_smoothing=0.0):
+    """The scale probe fits the factor 0.5; the repair, tried first for a fitted factor, quotes the line."""
     loss, g = _seq_xent(logits, targets, pad_id, label_smoothing)
     return loss, g / 2
 
@@ -573,6 +574,13 @@ def schedule_factor_inside_the_power(step, d_model, warmup_steps, factor=1.0):
     """The rates come out factor^-0.5 times too small: the scale probe's fitted ratio says so, with no line; the
     repair, tried first for such a finding, quotes the line and the parentheses."""
     return (factor * d_model) ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+
+
+@slip("warmup_schedule", "repair:parentheses", "`d_model ** (-1 / 2)` in place of", never=("probe:scale",))
+def schedule_root_without_parentheses(step, d_model, warmup_steps, factor=1.0):
+    """d_model ** -1/2 is (d_model ** -1) / 2: the fitted factor is named after a size, and the repair, tried
+    first for such a finding, quotes the parentheses."""
+    return factor * d_model ** -1/2 * min(step ** -0.5, step * warmup_steps ** -1.5)
 
 
 @slip("warmup_schedule", "probe:schedule:ramp_over_warmup+d_model_inverse", "Two slips together")

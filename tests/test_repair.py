@@ -235,6 +235,30 @@ PADDED = [Case("pad id 0", (np.array([[3.0, 1.0, 0.0], [2.0, 0.0, 0.0]]), 0)),
           Case("pad id 2", (np.array([[3.0, 1.0, 2.0], [2.0, 4.0, 2.0]]), 2))]
 MIXED = [Case("(3, 4) with a mask", (r.normal(size=(3, 4)), np.triu(np.full((3, 3), -1e9), 1))),
          Case("(2, 3, 4) with a mask", (r.normal(size=(2, 3, 4)), np.zeros((3, 3))))]
+def ref_running_sum_pairs(x, y):
+    return np.cumsum(x, axis=-2), np.cumsum(y, axis=-2)
+
+
+def slip_stacked_steps(x, y):
+    xs, ys, sx, sy = [], [], 0, 0
+    for t in range(x.shape[-2]):
+        sx, sy = sx + x[..., t:t + 1, :], sy + y[..., t:t + 1, :]
+        xs.append(sx)
+        ys.append(sy)
+    return np.stack(xs, axis=-2), np.stack(ys, axis=-2)  # each step already has its axis of size 1
+
+
+def slip_loop_over_len(x, y):
+    xs, ys, sx, sy = [], [], 0, 0
+    for t in range(len(x)):  # the batch's size, not the positions'
+        sx, sy = sx + x[..., t:t + 1, :], sy + y[..., t:t + 1, :]
+        xs.append(sx)
+        ys.append(sy)
+    return np.concatenate(xs, axis=-2), np.concatenate(ys, axis=-2)
+
+
+PAIRS = [Case("(2, 5, 3) twice", (r.normal(size=(2, 5, 3)), r.normal(size=(2, 5, 4)))),
+         Case("(3, 4, 2) twice", (r.normal(size=(3, 4, 2)), r.normal(size=(3, 4, 2))))]
 GAINED = [Case("(3, 4) and a gain", (r.normal(size=(3, 4)), r.normal(size=4))),
           Case("(2, 3, 5) and a gain", (r.normal(size=(2, 3, 5)), r.normal(size=5)))]
 WIDTHS = [Case("d_model 8", (8,)), Case("d_model 16", (16,))]
@@ -273,12 +297,14 @@ TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones
     (slip_normed_before_and_after, ref_post_norm, GAINED, "extra_call", "`x` in place of `_rms(x, g)`"),
     (slip_pad_zero_taken_for_none, ref_masked_mean, PADDED, "condition", "`pad_id is not None` in place of `pad_id`"),
     (slip_mask_by_position, ref_mixed, MIXED, "arguments", "`mask=mask` in place of `mask` given by position"),
+    (slip_stacked_steps, ref_running_sum_pairs, PAIRS, "join", "`np.concatenate` in place of `np.stack` (each one)"),
+    (slip_loop_over_len, ref_running_sum_pairs, PAIRS, "length", "`x.shape[-2]` in place of `len(x)`"),
     (slip_root_over_everything, ref_gelu_tanh, X2, "parentheses",
      "`np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)` in place of `np.sqrt(2 / np.pi * (x + 0.044715 * x ** 3))`"),
 ], ids=["floor", "axis", "keepdims", "len", "ascending", "transpose", "sign", "step-twice", "swapped-lines",
                        "loop", "variable", "number-for-argument", "axis-for-argument", "product-for-sum",
                        "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square", "call-with-settings", "pad-zero-is-false", "mask-by-position",
-                       "call-too-wide"])
+                       "stack-for-concatenate", "len-of-the-looped-axis", "call-too-wide"])
 def test_one_edit_names_the_line_and_the_change(slip, reference, cases, kind, words):
     found = repair(attempt_for(slip, reference, cases), seconds=5)
     assert found is not None, slip.__name__

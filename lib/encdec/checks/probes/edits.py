@@ -97,16 +97,21 @@ def _keepdims(i, node, fdef):
 
 
 def _len(i, node, fdef):
+    """`len(x)` where the length of a sequence is meant: its last axis, or the axis a loop over it indexes
+    (`for t in range(len(H)): H[..., t:t + 1, :]` runs over axis -2)."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len" and len(node.args) == 1:
         arg = node.args[0]
+        axis = _axis_a_loop_indexes(fdef, node, _text(arg)) or -1
 
         def apply(n, tree):
             n.func, n.args = ast.Attribute(ast.Attribute(n.args[0], "shape", ast.Load()), "__getitem__", ast.Load()), \
-                [_int_node(-1)]
+                [_int_node(axis)]
             return True
-        yield Edit(i, "length", apply, f"`{_text(arg)}.shape[-1]` in place of `{_text(node)}`",
-                   f"len({_text(arg)}) is the size of its first axis: the batch, when a batch comes. A sequence's "
-                   f"length is its last axis, {_text(arg)}.shape[-1].")
+        meant = (f"A sequence's length is its last axis, {_text(arg)}.shape[-1]." if axis == -1 else
+                 f"The loop indexes axis {axis} of {_text(arg)}: its size is {_text(arg)}.shape[{axis}], counted "
+                 "from the end whatever batch axes come first.")
+        yield Edit(i, "length", apply, f"`{_text(arg)}.shape[{axis}]` in place of `{_text(node)}`",
+                   f"len({_text(arg)}) is the size of its first axis: the batch, when a batch comes. {meant}")
 
 
 def _full(node):
@@ -204,7 +209,7 @@ def _shape_axis(i, node, fdef):
     old = _shape_index(node)
     if old is None:
         return
-    indexed = _axis_a_loop_indexes(fdef, node)
+    indexed = _axis_a_loop_indexes(fdef, node, _text(node.value.value))
     for new in sorted((-1, -2, -3), key=lambda a: a != indexed):
         if new == old:
             continue
@@ -219,14 +224,14 @@ def _shape_axis(i, node, fdef):
                    f"`{_text(node)}` is the size of another axis than the one the code runs over.{hint}")
 
 
-def _axis_a_loop_indexes(fdef, size):
-    """In `for t in range(x.shape[k]): ... x[..., t:t + 1, :]`, the axis that `t` indexes in `x`, counted from
-    the end (-2 here), or None."""
+def _axis_a_loop_indexes(fdef, size, array):
+    """In `for t in range(x.shape[k]): ... x[..., t:t + 1, :]` (or `range(len(x))`), the axis that `t` indexes
+    in `array` (x), counted from the end (-2 here), or None."""
     loop = next((f for f in ast.walk(fdef) if isinstance(f, ast.For) and isinstance(f.target, ast.Name)
                  and any(n is size for n in ast.walk(f.iter))), None)
     if loop is None:
         return None
-    array, var = _text(size.value.value), loop.target.id
+    var = loop.target.id
     for node in ast.walk(loop):
         if isinstance(node, ast.Subscript) and _text(node.value) == array and isinstance(node.slice, ast.Tuple) \
                 and any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in node.slice.elts):
@@ -257,6 +262,8 @@ def _off_by_one(i, node, fdef):
     if isinstance(node, ast.Constant) and _inside_unary(fdef, node) or id(node) in _axis_values(fdef) \
             or any(_shape_index(s) is not None and s.slice is node for s in ast.walk(fdef)):
         return
+    factor = any(isinstance(p, ast.BinOp) and isinstance(p.op, (ast.Mult, ast.Div)) and node in (p.left, p.right)
+                 for p in ast.walk(fdef))
     where = ("where a slice starts, stops or steps" if any(isinstance(p, ast.Slice) and node in (p.lower, p.upper, p.step)
                                                          for p in ast.walk(fdef))
              else "in a count, an index, or where a range or a step count starts")
@@ -264,7 +271,9 @@ def _off_by_one(i, node, fdef):
         def apply(n, tree, new=new):
             parent = _parent(tree, n)
             return parent is not None and _replace_child(parent, n, _int_node(new))
-        yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", f"a number one off, {where}.")
+        said = (f"a factor of {k} where the formula has {new}" + (" (none)" if new == 1 else "") + "." if factor
+                else f"a number one off, {where}.")
+        yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", said)
 
 
 EXPRESSION_KINDS = [_floordiv, _compare, _axis, _shape_axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort,

@@ -9,7 +9,7 @@ order. The first that names one wins; none of them changes the score.
    order, the right numbers in another shape, an integer array where the answer has fractions), then the
    exercise's own probes, in the order it declares them (exact variants first, properties last), except
    those that name a symptom rather than a cause (`symptom`: nan or inf in the output), tried after 4;
-   a finding marked `weak` (a fitted factor with no name, which says what is off but not where) is given
+   a finding marked `weak` (a fitted factor, which says what is off but not where) is given
    only when the repair (4) finds no edit;
 3. an error read from the failing line, always on: an index with too many axes, a slice given a value of
    another length, None or a tuple used as an array (failed_lines.FAILED_LINE_PROBES), then errors whose
@@ -49,7 +49,7 @@ def find_slip(probes, attempt):
     for probe in [*causes, *FAILED_LINE_PROBES, *LIBRARY_ERROR_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:
         finding = probe.safe_find(attempt, probes)
         if finding is not None:
-            if finding.weak and probe is not REPAIR:  # a fitted factor with no name: the line, where one mends it
+            if finding.weak and probe is not REPAIR:  # a fitted factor: the line, where one edit mends it
                 return REPAIR.safe_find(attempt, probes) or finding
             return finding
     return None

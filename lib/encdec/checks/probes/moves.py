@@ -71,6 +71,29 @@ def _mask_by_keyword(i, node, fdef):
                "the parameters is in the docstring): give it by name.")
 
 
+def _stack_for_concatenate(i, node, fdef):
+    """`np.stack(steps, axis=-2)` where each step already has its length-1 axis: every stack of the function
+    made a concatenate at once (a function that stacks its outputs and its weights alike)."""
+    stacks = [n for n in ast.walk(fdef) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+              and n.func.attr == "stack"]
+    if not stacks or node is not stacks[0]:
+        return
+    joined = {"np": "concatenate", "numpy": "concatenate", "torch": "cat"}
+
+    def apply(n, tree):
+        changed = False
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "stack" \
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id in joined:
+                call.func.attr, changed = joined[call.func.value.id], True
+        return changed
+    owner = _text(node.func.value)
+    yield Edit(i, "join", apply, f"`{owner}.{joined.get(owner, 'concatenate')}` in place of `{owner}.stack`"
+               + (" (each one)" if len(stacks) > 1 else ""),
+               "a stack adds a new axis for the pieces; each piece already has its axis of size 1 (a step's "
+               "position), so they are joined along it.")
+
+
 def _unwrap(i, node, fdef):
     """`f(x)` where `x` belongs; also `rms_norm(x, gamma)`, a call whose other arguments are settings (names,
     attributes, numbers), not values computed on the way."""
@@ -240,5 +263,5 @@ def axis_argument(i, node, fdef):
 
 # moves and exchanges first; what removes a step (which can also undo a right step that a second slip
 # needs) after them, another variable, then an argument for a number, last (arithmetic.py's come after these)
-STATEMENT_KINDS = [_swap_arguments, _mask_by_keyword, _unpack, _statements, _unwrap, _drop_term, _left_out, _instead,
+STATEMENT_KINDS = [_swap_arguments, _mask_by_keyword, _stack_for_concatenate, _unpack, _statements, _unwrap, _drop_term, _left_out, _instead,
                    _number_for_argument]

@@ -243,13 +243,13 @@ class Scale(Variant):
                 + ": a factor the formula does not have, or a constant of it computed otherwise than written. Check "
                 "each power and quotient, and how Python groups them: `1 / d ** 1/2` is `(1 / d ** 1) / 2`, where "
                 "`d ** -0.5` is meant.")))
-        return self.finding(attempt, "other", (
+        return self._weak(self.finding(attempt, "other", (
             f"{self.what} are multiplied by {shown} where {label} = {right_factor:.4g} is right "
-            f"({factor / right_factor:.4g} times the right factor). Scale them by {label} exactly once."))
+            f"({factor / right_factor:.4g} times the right factor). Scale them by {label} exactly once.")))
 
     @staticmethod
     def _weak(found):
-        """A factor with no name says what is off, not where: the repair, which can quote the line, comes first."""
+        """A fitted factor says what is off, not where: the repair, which can quote the line, comes first."""
         return dataclasses.replace(found, weak=True) if found is not None else None
 
     def _fit(self, attempt, probes):
