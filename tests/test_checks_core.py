@@ -421,3 +421,25 @@ def test_in_a_kernel_the_record_is_displayed_beside_the_report_and_the_cell_valu
     collected_outputs = nb.cells[1].outputs
     assert not [o for o in collected_outputs if o.output_type == "display_data"]
     assert [o.data["text/plain"] for o in collected_outputs if o.output_type == "execute_result"] == ["1"]
+
+
+class _Refuses(Exception):
+    pass
+
+
+class _HostileSoftmax:
+    """A callable whose signature raises when read, and that writes into its input."""
+
+    @property
+    def __signature__(self):
+        raise _Refuses("signature")
+
+    def __call__(self, x, axis=-1):
+        x -= x.max(axis=axis, keepdims=True)
+        e = np.exp(x)
+        return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_an_answer_whose_signature_raises_still_loses_the_group_with_a_reason():
+    score, text = run(L.check_softmax, _HostileSoftmax())
+    assert score == 0 and "changed `argument 1` in place" in text, text

@@ -25,13 +25,13 @@ def changed_inputs(student, args, kwargs, before_args, before_kwargs):
 def where_changed(student, name):
     """The first line of `student`'s source that writes into the parameter `name`, as (number, text), the
     number counted as the student's cell (or file) counts it, or None."""
-    if not (inspect.isfunction(student) or inspect.ismethod(student)) and callable(student):
-        student = type(student).__call__  # an object called as a function: a block's __call__
-    try:
+    try:  # the answer's own objects: anything they raise is theirs, and means no line is found
+        if not (inspect.isfunction(student) or inspect.ismethod(student)) and callable(student):
+            student = type(student).__call__  # an object called as a function: a block's __call__
         lines, first = inspect.getsourcelines(student)
         source = textwrap.dedent("".join(lines))
         tree = ast.parse(source)
-    except (OSError, TypeError, SyntaxError, IndentationError):
+    except Exception:
         return None
     for node in ast.walk(tree):
         if _writes_into(node, name):
@@ -39,11 +39,16 @@ def where_changed(student, name):
     return None
 
 
+def line_text(student, name):
+    """" (line 3: `x -= m`)", the line that writes into `name`, or "" where none is found."""
+    where = where_changed(student, name)
+    return f" (line {where[0]}: `{where[1]}`)" if where else ""
+
+
 def message(student, changed):
     """What a student reads when the answer changed its inputs: which ones, where, and what to write."""
     names = ", ".join(f"`{n}`" for n in changed)
-    where = where_changed(student, changed[0]) if changed else None
-    line = f" (line {where[0]}: `{where[1]}`)" if where else ""
+    line = line_text(student, changed[0]) if changed else ""
     return (f"your function changed {names} in place{line}: the caller's array no longer holds what it held. "
             f"Return a new array and leave the inputs unchanged: write `x = x - m`, not `x -= m` or `x[...] = ...`, "
             f"or copy first (`x = x.copy()`).")
@@ -58,7 +63,7 @@ def _parameter_names(student, count):
     try:
         params = [p.name for p in inspect.signature(student).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
+    except Exception:  # a signature the answer's object makes raise
         params = []
     return [params[i] if i < len(params) else f"argument {i + 1}" for i in range(count)]
 

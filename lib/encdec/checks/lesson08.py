@@ -227,10 +227,8 @@ def _inputs_unchanged_part(c, fn, case):
         c.part(label, False, c._explain_error(outcome), values=False)
         return
     changed = inputs.changed_inputs(fn, args, {}, before, {})
-    where = inputs.where_changed(fn, changed[0]) if changed else None
-    line = f" (line {where[0]}: `{where[1]}`)" if where else ""
     c.part(label, not changed, values=False, message="" if not changed else (
-        f"[{case.label}] your function changed {', '.join(changed)} in place{line}: the caller's arrays no longer hold "
+        f"[{case.label}] your function changed {', '.join(changed)} in place{inputs.line_text(fn, changed[0])}: the caller's arrays no longer hold "
         "what they held. The statement asks for new arrays: write param = param - ..., m = beta1 * m + ..., not "
         "param -= ... or m *= ..., which write into the caller's arrays."))
 
