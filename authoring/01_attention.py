@@ -24,8 +24,9 @@
 # (batched, rectangular, masked, float32, extreme values) and tells you *what* is wrong — often the
 # name of the misconception. The number it ends with is your score for that exercise. When your
 # work is graded (`make grade`), the same tests run again with extra hidden cases.
-# In every lesson, your functions return new arrays and leave the arrays passed to them unchanged:
-# write `x = x - m`, not `x -= m`, which would also change the caller's array. The tests check this.
+# Unless an exercise says otherwise (a cache or a model that a step updates in place), your functions
+# return new arrays and leave the NumPy arrays passed to them unchanged: write `x = x - m`, not `x -= m`,
+# which would also change the caller's array. The tests check this.
 #
 # Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
 # same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.

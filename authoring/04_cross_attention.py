@@ -23,7 +23,7 @@
 #
 # **How exercises work.** As in the earlier lessons: replace each `raise NotImplementedError()` with
 # your code, run the cell, then run the test cell below it. The test names the likely misconception
-# when something is wrong; its last line is your score. As in every lesson, return new arrays and leave
+# when something is wrong; its last line is your score. As in Lesson 1, return new arrays and leave
 # the arrays passed to your functions unchanged.
 #
 # Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the

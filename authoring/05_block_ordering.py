@@ -24,7 +24,7 @@
 #
 # **How exercises work.** As before: replace each `raise NotImplementedError()` with your code, run
 # the cell, then run the test cell below it; the test names the likely misconception and ends with your
-# score. As in every lesson, return new arrays and leave the arrays passed to your functions unchanged
+# score. As in Lesson 1, return new arrays and leave the arrays passed to your functions unchanged
 # (`x = x + ...`, not `x += ...`).
 #
 # Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the

@@ -35,7 +35,7 @@
 # cell, then run the test cell below it: it compares your function with the course's reference on
 # many inputs and says *what* is wrong. The building blocks of Lessons 1–5 come from the course
 # library `encdec` in this lesson, so a mistake in an earlier lesson never costs you points here.
-# As in every lesson, return new arrays and leave the arrays passed to your functions unchanged.
+# As in Lesson 1, return new arrays and leave the arrays passed to your functions unchanged.
 #
 # Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
 # same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.

@@ -30,8 +30,9 @@
 #
 # **How exercises work.** Replace each stub with your code, run it, then run the test cell below it:
 # the test compares your function with the course's reference on many inputs and names the likely
-# misconception when they differ. As in every lesson, return new arrays and leave the arrays passed to
-# your functions unchanged.
+# misconception when they differ. As in Lesson 1, return new arrays and leave the arrays passed to
+# your functions as they were when the function returns (Exercise 7.2 perturbs `x` in place and puts
+# each entry back).
 #
 # Tags: **[LEARNED]** set by the optimiser and saved with the model; **[CONFIG]** chosen before the run, the
 # same for every input; **[STATE]** computed by the program from the inputs, or from the training so far.
