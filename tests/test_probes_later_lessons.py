@@ -443,6 +443,20 @@ def xent_loss_over_positions_and_odd_gradient(logits, targets, pad_id=None):
     return _xent(logits, targets, pad_id, denom="positions", grad=lambda p, y: p - 0.5 * y)
 
 
+@slip("softmax_cross_entropy", "probe:xent:pads_in_loss_sum", "leave the pads' terms out of the sum")
+def xent_pads_in_the_sum(logits, targets, pad_id=None):
+    """The mask on the gradient only: the loss's sum runs over the pads too, and is divided by N."""
+    logits, targets = np.asarray(logits), np.asarray(targets)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    y = np.eye(logits.shape[-1])[targets]
+    keep = np.ones(targets.shape, bool) if pad_id is None else targets != pad_id
+    n = keep.sum()
+    if n == 0:
+        return 0.0, np.zeros_like(logits)
+    return float(-(y * logp).sum() / n), (np.exp(logp) - y) * keep[..., None] / n
+
+
 @slip("numerical_gradient", "probe:scale:1/2", "half the gradient")
 def numerical_gradient_4h(f, x, h=1e-5):
     g = np.zeros_like(x)
@@ -586,6 +600,14 @@ def schedule_root_without_parentheses(step, d_model, warmup_steps, factor=1.0):
 @slip("warmup_schedule", "probe:schedule:ramp_over_warmup+d_model_inverse", "Two slips together")
 def schedule_two_slips(step, d_model, warmup_steps, factor=1.0):
     return _schedule(step, d_model, warmup_steps, factor, warm=-1.0, d_power=-1.0)
+
+
+@slip("warmup_schedule", "probe:schedule:ramp_to_one", "your rate jumps there")
+def schedule_ramp_to_one(step, d_model, warmup_steps, factor=1.0):
+    """An if in place of the min, and the ramp written step / warmup_steps: the branches no longer meet."""
+    if step <= warmup_steps:
+        return factor * d_model ** -0.5 * (step / warmup_steps)
+    return factor * d_model ** -0.5 * step ** -0.5
 
 
 @slip("dropout", "probe:dropout:keeps_with_probability_rate+scaled_by_one_over_rate", "Two slips together")
@@ -748,7 +770,7 @@ def attention_backward_dk_untransposed(dout, Q, K, V, weights):
     return ds @ K, ds @ Q, dV
 
 
-@slip("softmax_backward", "probe:shape_error:broadcast", "`dout.T - inner` fails")
+@slip("softmax_backward", "probe:unread:axis", "never reads its parameter `axis`")
 def softmax_backward_sum_without_keepdims_first(dout, probs, axis=-1):
     inner = np.sum(dout * probs, axis=0)
     return probs * (dout - inner[..., None]) if np.ndim(dout) > 2 else probs * (dout.T - inner).T

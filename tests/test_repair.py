@@ -257,6 +257,62 @@ def slip_loop_over_len(x, y):
     return np.concatenate(xs, axis=-2), np.concatenate(ys, axis=-2)
 
 
+def _sublayer(h, w):
+    return np.tanh(h @ w)
+
+
+def ref_two_residuals(x, w):
+    y = x + _sublayer(_rms(x, 1.0), w)
+    return y + _sublayer(_rms(y, 1.0), w.T)
+
+
+def slip_second_residual_left_out(x, w):
+    h = _rms(x, 1.0)
+    x = x + _sublayer(h, w)
+    x = _sublayer(_rms(x, 1.0), w.T)  # the stream replaced
+    return x
+
+
+def ref_stack_then_norm(x, w):
+    for k in range(3):
+        x = x + _sublayer(x, w * (k + 1))
+    return _rms(x, 1.0)
+
+
+def slip_norm_in_every_pass(x, w):
+    for k in range(3):
+        x = _rms(x + _sublayer(x, w * (k + 1)), 1.0)
+    return x
+
+
+def ref_add_row_mask(scores, mask):
+    return scores + mask
+
+
+def slip_row_mask_axis_again(scores, mask):
+    return scores + mask[..., None, :]  # mask is already (..., 1, n)
+
+
+def ref_attend_sizes(q_in, kv_in):
+    return (q_in @ kv_in.swapaxes(-1, -2)).sum(-1)
+
+
+def _scores(query_input, key_value_input):
+    return query_input @ key_value_input.swapaxes(-1, -2)
+
+
+def slip_call_arguments_exchanged(q_in, kv_in):
+    return _scores(kv_in, np.asarray(q_in)).sum(-1)
+
+
+SQUARE = [Case("(3, 4) with (4, 4)", (r.normal(size=(3, 4)), r.normal(size=(4, 4)))),
+          Case("(2, 5, 3) with (3, 3)", (r.normal(size=(2, 5, 3)), r.normal(size=(3, 3))))]
+ROW_MASKS = [Case("(2, 3, 5) and a (2, 1, 5) mask", (r.normal(size=(2, 3, 5)), np.where(r.random((2, 1, 5)) < 0.3, -1e9, 0.0))),
+             Case("(3, 2, 4, 6) and (3, 1, 1, 6)", (r.normal(size=(3, 2, 4, 6)), np.where(r.random((3, 1, 1, 6)) < 0.3, -1e9, 0.0)))]
+CROSS = [Case("m=3, n=5", (r.normal(size=(3, 4)), r.normal(size=(5, 4)))),
+         Case("a batch, m=2, n=6", (r.normal(size=(2, 2, 4)), r.normal(size=(2, 6, 4))))]
+
+
 PAIRS = [Case("(2, 5, 3) twice", (r.normal(size=(2, 5, 3)), r.normal(size=(2, 5, 4)))),
          Case("(3, 4, 2) twice", (r.normal(size=(3, 4, 2)), r.normal(size=(3, 4, 2))))]
 GAINED = [Case("(3, 4) and a gain", (r.normal(size=(3, 4)), r.normal(size=4))),
@@ -301,10 +357,16 @@ TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones
     (slip_loop_over_len, ref_running_sum_pairs, PAIRS, "length", "`x.shape[-2]` in place of `len(x)`"),
     (slip_root_over_everything, ref_gelu_tanh, X2, "parentheses",
      "`np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)` in place of `np.sqrt(2 / np.pi * (x + 0.044715 * x ** 3))`"),
+    (slip_second_residual_left_out, ref_two_residuals, SQUARE, "residual",
+     "`x = x + _sublayer(_rms(x, 1.0), w.T)`"),
+    (slip_norm_in_every_pass, ref_stack_then_norm, SQUARE, "loop", "once, after the loop"),
+    (slip_row_mask_axis_again, ref_add_row_mask, ROW_MASKS, "new_axis", "`mask[..., None, :]` without its `None`"),
+    (slip_call_arguments_exchanged, ref_attend_sizes, CROSS, "arguments", "exchanged in `_scores(kv_in,"),
 ], ids=["floor", "axis", "keepdims", "len", "ascending", "transpose", "sign", "step-twice", "swapped-lines",
                        "loop", "variable", "number-for-argument", "axis-for-argument", "product-for-sum",
                        "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square", "call-with-settings", "pad-zero-is-false", "mask-by-position",
-                       "stack-for-concatenate", "len-of-the-looped-axis", "call-too-wide"])
+                       "stack-for-concatenate", "len-of-the-looped-axis", "call-too-wide", "residual-left-out",
+                       "norm-in-every-pass", "new-axis-again", "computed-arguments-exchanged"])
 def test_one_edit_names_the_line_and_the_change(slip, reference, cases, kind, words):
     found = repair(attempt_for(slip, reference, cases), seconds=5)
     assert found is not None, slip.__name__
@@ -639,6 +701,52 @@ def test_an_integer_array_is_named_with_how_it_rounds():
     assert Truncated().find(attempt_for(ids, lambda x: np.argmax(x, axis=-1), X2), None) is None
 
 
+def test_the_right_array_reduced_over_an_axis_is_named():
+    from encdec.checks.probes.results import Reduced
+
+    def best_ids(x):  # the argmax where the scores themselves belong
+        return np.argmax(np.cos(x), axis=-1)
+    found = Reduced().find(attempt_for(best_ids, np.cos, X2), None)
+    assert found is not None and found.key == "probe:result:reduced:argmax" and "axis -1" in found.diagnosis
+    assert found.weak  # what the result is, not where: an edit the repair finds comes first (judging.py)
+
+    def averaged(x):  # averaged over the batch's first axis
+        return np.cos(x).mean(axis=-3)
+    found = Reduced().find(attempt_for(averaged, np.cos, X2[1:]), None)
+    assert found is not None and found.key == "probe:result:reduced:mean" and "axis -3" in found.diagnosis
+
+    def other_numbers(x):  # one axis fewer, numbers of no reduction of the answer: nothing to say
+        return np.sin(x)[..., 0]
+    assert Reduced().find(attempt_for(other_numbers, np.cos, X2), None) is None
+
+    def summed(x):  # a vector summed to a number: too common a coincidence of a sum over the wrong axis
+        return np.cos(x).sum()
+    assert Reduced().find(attempt_for(summed, np.cos, [Case("a vector", (r.normal(size=5),))]), None) is None
+
+
+def test_an_edit_the_repair_finds_comes_before_a_weak_result_finding(monkeypatch):
+    """A weak finding of the returned value (the right array reduced) says what, not where: the repair's edit,
+    when there is one, is said instead; without one, the weak finding is."""
+    from encdec.checks.probes import Finding
+    from encdec.checks.probes.results import Reduced
+
+    class Found(probes.Probe):
+        def __init__(self, finding):
+            self.found = finding
+
+        def find(self, attempt, probes):
+            return self.found
+
+    def best_ids(x):
+        return np.argmax(np.cos(x), axis=-1)
+    attempt = attempt_for(best_ids, np.cos, X2)
+    monkeypatch.setattr(judging, "RESULT_PROBES", [Reduced()])
+    monkeypatch.setattr(judging, "REPAIR", Found(Finding("answer", "repair:extra_call", "the edit")))
+    assert judging.find_slip(None, attempt).key == "repair:extra_call"
+    monkeypatch.setattr(judging, "REPAIR", Found(None))
+    assert judging.find_slip(None, attempt).key == "probe:result:reduced:argmax"
+
+
 def test_the_checkers_name_what_the_result_says(no_catalog):
     from encdec.checks import lesson07
     no_catalog("attention_backward", "numerical_gradient", "sinusoidal_positions")
@@ -883,3 +991,19 @@ def test_errors_whose_message_is_numpys_are_said_in_the_answers_names(no_catalog
     assert "writes -inf into `mask`, an array of int64 (integers)" in text and "float array" in text, text
     _, text = feedback(lesson03.check_output_logits, logits_without_batch_axes)
     assert 'write `...` for them, "...md,...vd->...mv"' in text, text
+
+
+def attention_sizes_unpacked(Q, K, V, mask=None):
+    m, d_k = Q.shape  # as if Q had no batch axes
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights = weights / weights.sum(-1, keepdims=True)
+    return weights @ V, weights
+
+
+def test_a_shape_unpacked_into_too_few_names_is_said_with_the_input_s_axes(no_catalog):
+    """Python's "too many values to unpack" on `m, d_k = Q.shape`: the sizes read from the end."""
+    no_catalog("scaled_dot_product_attention")
+    _, text = feedback(lesson01.check_scaled_dot_product_attention, attention_sizes_unpacked)
+    assert "`m, d_k = Q.shape` unpacks the shape into 2 names (m, d_k)" in text, text
+    assert "(Q.shape[-2], Q.shape[-1])" in text and "*lead, m, d_k = Q.shape" in text, text

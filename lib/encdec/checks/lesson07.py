@@ -63,7 +63,7 @@ def cross_entropy_cases():
 def xent_model(k, logits, targets, pad_id=None, label_smoothing=0.0):
     """softmax_cross_entropy with knobs (Lesson 8's sequence_cross_entropy uses it too):
     pads ("ignored", "kept": pad positions counted as real), grad_pads (True: the gradient not zeroed at
-    pads), loss_mean ("tokens", "positions": divided by every position), grad_factor (a number in place
+    pads), loss_pads (True: the pads' terms in the loss's sum, N still the real tokens), loss_mean ("tokens", "positions": divided by every position), grad_factor (a number in place
     of 1/N), grad_sign, loss_sign, smooth ("all": eps/V on every token; "others": eps/(V-1) on the
     non-targets; "no_pad": eps/(V-1) on every token but the pad; "added": one-hot + eps/V, the target
     not reduced; "none": smoothing ignored)."""
@@ -74,27 +74,33 @@ def xent_model(k, logits, targets, pad_id=None, label_smoothing=0.0):
     if pad_id is not None and k.get("pads", "ignored") == "ignored":
         keep = targets != pad_id
     eps = label_smoothing
-    one_hot = np.eye(V)[np.where(keep, targets, 0)]
     smooth = k.get("smooth", "all")
-    if smooth == "all" or eps == 0:
-        q = one_hot * (1 - eps) + eps / V
-    elif smooth == "others":
-        q = one_hot * (1 - eps) + (1 - one_hot) * eps / (V - 1)
-    elif smooth == "no_pad":
-        spread = np.ones(V) * eps / (V - 1)
-        spread[0 if pad_id is None else pad_id] = 0.0
-        q = one_hot * (1 - eps) + spread
-    elif smooth == "added":
-        q = one_hot + eps / V
-    else:
-        q = one_hot
+
+    def smoothed(one_hot):
+        if smooth == "all" or eps == 0:
+            return one_hot * (1 - eps) + eps / V
+        if smooth == "others":
+            return one_hot * (1 - eps) + (1 - one_hot) * eps / (V - 1)
+        if smooth == "no_pad":
+            spread = np.ones(V) * eps / (V - 1)
+            spread[0 if pad_id is None else pad_id] = 0.0
+            return one_hot * (1 - eps) + spread
+        if smooth == "added":
+            return one_hot + eps / V
+        return one_hot
+    q = smoothed(np.eye(V)[np.where(keep, targets, 0)])
     logp = loss.log_softmax(logits, axis=-1)
     n = int(keep.sum())
     if n == 0:
         return 0.0, np.zeros_like(logits)
     per = -np.sum(q * logp, axis=-1)
+    if k.get("loss_pads"):  # the pads' own terms, -log p̂[pad], in the sum
+        per = np.where(keep, per, -np.sum(smoothed(np.eye(V)[targets]) * logp, axis=-1))
+        keep_in_sum = np.ones(targets.shape, dtype=bool)
+    else:
+        keep_in_sum = keep
     denom = {"tokens": n, "positions": targets.size}[k.get("loss_mean", "tokens")]
-    value = k.get("loss_sign", 1) * float(np.sum(per * keep) / denom)
+    value = k.get("loss_sign", 1) * float(np.sum(per * keep_in_sum) / denom)
     grad_keep = np.ones(targets.shape, dtype=bool) if k.get("grad_pads") else keep
     factor = k.get("grad_factor", 1.0 / n)
     dlogits = k.get("grad_sign", 1) * (np.exp(logp) - q) * grad_keep[..., None] * factor
@@ -106,6 +112,8 @@ XENT_RIGHT = ("The loss is the mean of -log p̂[target] over the N non-pad posit
 XENT_CHOICES = [
     ("pads", [("ignored", "", ""), ("kept", "pads_counted", "pad positions are counted as real targets")]),
     ("grad_pads", [(False, "", ""), (True, "grad_at_pads", "the gradient is not zeroed at pad positions")]),
+    ("loss_pads", [(False, "", ""), (True, "pads_in_loss_sum", "the loss sums -log p̂ over every position, pads "
+                   "included, and divides by N, the real tokens: leave the pads' terms out of the sum (mask them first)")]),
     ("loss_mean", [("tokens", "", ""), ("positions", "loss_over_positions",
                                         "the loss is divided by every position, pads included, not by N")]),
     ("loss_sign", [(1, "", ""), (-1, "loss_sign", "the loss has the wrong sign (it is -mean log p̂, a positive number)")]),

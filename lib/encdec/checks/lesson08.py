@@ -77,6 +77,8 @@ _SMOOTH_CHOICES = [
                 ("none", "smoothing_ignored", "label_smoothing is ignored: the targets stay one-hot")]),
     ("pads", [("ignored", "", ""), ("kept", "pads_counted", "pad positions are counted as real targets")]),
     ("grad_pads", [(False, "", ""), (True, "grad_at_pads", "the gradient is not zeroed at pad positions")]),
+    ("loss_pads", [(False, "", ""), (True, "pads_in_loss_sum", "the loss sums -log p̂ over every position, pads "
+                   "included, and divides by N, the real tokens: leave the pads' terms out of the sum (mask them first)")]),
     ("loss_mean", [("tokens", "", ""), ("positions", "loss_over_positions",
                                         "the loss is divided by every position, pads included, not by N")]),
 ]
@@ -262,15 +264,19 @@ def schedule_cases():
 def _schedule_model(k, steps, d_model, warmup_steps, factor=None):
     """warmup_schedule over a list of steps, with knobs: shift (the step used is step + shift), rise and
     decay (the exponents of the warm-up and the decay), d_power (the exponent of d_model), pick ("min",
-    "max"), warm_power (the exponent of warmup_steps in the ramp), factor_used."""
+    "max"), warm_power (the exponent of warmup_steps in the ramp; ("if", p): that ramp while step <=
+    warmup_steps, the decay after it, an if in place of the min), factor_used."""
     f = 1.0 if factor is None or not k.get("factor_used", True) else factor
     out = []
     for s in steps:
         s = s + k.get("shift", 0)
         if s <= 0:
             raise ValueError("step 0")
-        a, b = s ** k.get("decay", -0.5), s * warmup_steps ** k.get("warm_power", -1.5)
-        out.append(f * d_model ** k.get("d_power", -0.5) * (min(a, b) if k.get("pick", "min") == "min" else max(a, b)))
+        power = k.get("warm_power", -1.5)
+        branch = isinstance(power, tuple)  # ("if", p): the ramp while step <= warmup_steps, then the decay
+        a, b = s ** k.get("decay", -0.5), s * warmup_steps ** (power[1] if branch else power)
+        picked = (b if s <= warmup_steps else a) if branch else min(a, b) if k.get("pick", "min") == "min" else max(a, b)
+        out.append(f * d_model ** k.get("d_power", -0.5) * picked)
     return np.array(out) * k.get("factor_scale", 1.0)
 
 
@@ -278,7 +284,10 @@ _SCHEDULE_CHOICES = [
     ("shift", [(0, "", ""), (-1, "one_step_early", "the step is counted from 0 (step - 1 is used): steps count from 1"),
                (1, "one_step_late", "step + 1 is used: the schedule runs one step ahead")]),
     ("warm_power", [(-1.5, "", ""), (-1.0, "ramp_over_warmup", "the ramp is step / warmup_steps, not step * warmup_steps^-1.5"),
-                    (-0.5, "ramp_warmup_half", "the ramp uses warmup_steps^-0.5 instead of warmup_steps^-1.5")]),
+                    (-0.5, "ramp_warmup_half", "the ramp uses warmup_steps^-0.5 instead of warmup_steps^-1.5"),
+                    (("if", -1.0), "ramp_to_one", "the warm-up branch (step <= warmup_steps) is step / warmup_steps, a "
+                     "ramp up to 1 times the other factors, where the formula has step * warmup_steps^-1.5, which "
+                     "meets step^-0.5 at step = warmup_steps: your rate jumps there")]),
     ("decay", [(-0.5, "", ""), (-1.0, "decay_one_over_step", "the decay is 1/step, not 1/sqrt(step)")]),
     ("d_power", [(-0.5, "", ""), (0.5, "d_model_sqrt", "d_model^0.5 multiplies instead of d_model^-0.5"),
                  (0.0, "no_d_model", "the d_model^-0.5 factor is missing"),

@@ -40,8 +40,10 @@ Keys: "probe:<kind>:<detail>", e.g. probe:transposed:W_q, probe:swapped:norm1_ga
 probe:instead:W_k:W_q (W_k used where W_q belongs), probe:heads:split_bare, probe:scale:1/sqrt(n),
 probe:axis:-2, probe:missing:b1, probe:masks:causal_to_cross, probe:shape_error:broadcast.
 
-After an exercise's own probes, two always-on kinds: the repair (`repair.py`, with the edits it tries in
-`edits.py`, `moves.py` and `arithmetic.py`) finds the one small edit of the answer's own code that makes it right on every
+Among an exercise's own probes, before the first that is not `exact` (a property that names an effect), a
+parameter the answer never reads where the right result needs it (`unread.py`). After them, two always-on
+kinds: the repair (`repair.py`, with the edits it tries in `wiring.py`, `edits.py`, `moves.py` and
+`arithmetic.py`) finds the one small edit of the answer's own code that makes it right on every
 case of the part and names its line ("`/` in place of `//`", "axis=-1 in place of axis=0", "line 7 after
 the loop"); the failed-line probes (`failed_lines.py`) explain an index with too many axes, a slice given a
 value of another length, None or a tuple used as an array, axes written out for one batch axis, an array
@@ -51,7 +53,7 @@ in another order, the right numbers in another shape, an integer array where the
 The package, one module a kind: base (Finding, Knobs, Probes, Probe, Variant, Property, the audit),
 variants, properties (attention's rules), behaviour (calls, invariants, decoded rows), combos (named
 choices for gradients, training and decoding), constants (fitted numbers), results (what the returned
-value alone says), repair with edits and moves, failed_lines, shapes (shape errors, and a wrong output shape explained) with views (the arrays a failing
+value alone says), unread (a parameter never read), repair with wiring, edits, moves and arithmetic, failed_lines, shapes (shape errors, and a wrong output shape explained) with views (the arrays a failing
 line's expressions hold), tracer and divergence (the first line that goes wrong), and judging.py, the one
 place that says in which order the causes of a failure are looked for.
 

@@ -177,6 +177,7 @@ def auditing():
 class Probe:
     kind = "probe"
     symptom = False  # True: it names a symptom (nan in the output), tried after the repair (judging.py)
+    exact = False  # True: it reproduces the answer (a variant) or reads what it did (Calls), not an effect
 
     def safe_find(self, attempt, probes):
         try:
@@ -196,6 +197,8 @@ class Probe:
 class Variant(Probe):
     """A probe that tries variants of the model: `variants(attempt, probes)` yields
     (detail key, diagnosis, Knobs); the first whose output is the student's is the finding."""
+
+    exact = True
 
     def variants(self, attempt, probes):
         return ()

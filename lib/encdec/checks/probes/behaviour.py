@@ -32,6 +32,7 @@ class Calls(Property):
     student's code raised: what reached a sublayer before it failed often says why."""
 
     kind = "calls"
+    exact = True
 
     def __init__(self, attrs, judge, holder="self", kind=None):
         self.attrs, self.judge, self.holder = list(attrs), judge, holder

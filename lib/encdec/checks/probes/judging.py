@@ -7,10 +7,13 @@ order. The first that names one wins; none of them changes the score.
    else that, before anything that reads the output's values (rows summing to 3 are that slip's effect);
    otherwise what the returned value alone says (results.RESULT_PROBES: the right results in another
    order, the right numbers in another shape, an integer array where the answer has fractions), then the
-   exercise's own probes, in the order it declares them (exact variants first, properties last), except
+   exercise's own probes, in the order it declares them (exact variants first, properties last), with a
+   parameter the answer never reads, where the right result needs it (unread.UNREAD_PROBES), tried
+   before the first probe that is not `exact` (a property of the output, which names only an effect:
+   positions that read later ones, where cross-attention was given no encoder output), except
    those that name a symptom rather than a cause (`symptom`: nan or inf in the output), tried after 4;
-   a finding marked `weak` (a fitted factor, which says what is off but not where) is given
-   only when the repair (4) finds no edit;
+   a finding marked `weak` (a fitted factor, or the right array reduced over an axis, which says what is
+   off but not where) is given only when the repair (4) finds no edit;
 3. an error read from the failing line, always on: an index with too many axes, a slice given a value of
    another length, None or a tuple used as an array (failed_lines.FAILED_LINE_PROBES), then errors whose
    message is NumPy's or PyTorch's (library_errors.LIBRARY_ERROR_PROBES: -inf into an integer array, einsum
@@ -30,6 +33,7 @@ from .repair import Repair
 from .results import RESULT_PROBES
 from .shape_reasons import explain_shape, joined
 from .shapes import ERROR_PROBES
+from .unread import UNREAD_PROBES
 
 REPAIR = Repair()
 
@@ -43,8 +47,10 @@ def find_slip(probes, attempt):
     for probe in RESULT_PROBES:
         finding = probe.safe_find(attempt, probes)
         if finding is not None:
-            return finding
+            return REPAIR.safe_find(attempt, probes) or finding if finding.weak else finding
     causes = [probe for probe in probes.probes if not probe.symptom]
+    first_effect = next((k for k, probe in enumerate(causes) if not probe.exact), len(causes))
+    causes[first_effect:first_effect] = UNREAD_PROBES
     symptoms = [probe for probe in probes.probes if probe.symptom]
     for probe in [*causes, *FAILED_LINE_PROBES, *LIBRARY_ERROR_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:
         finding = probe.safe_find(attempt, probes)

@@ -1,6 +1,6 @@
-"""Errors whose message comes from NumPy or PyTorch, said in the student's names with their usual cause:
--inf written into an integer array, einsum subscripts without `...` for the batch axes, and
-F.cross_entropy given (B, m, V) logits with (B, m) targets. Read from the failing line like
+"""Errors whose message comes from Python, NumPy or PyTorch, said in the student's names with their usual
+cause: a shape unpacked into fewer names than its axes, -inf written into an integer array, einsum
+subscripts without `...` for the batch axes, and F.cross_entropy given (B, m, V) logits with (B, m) targets. Read from the failing line like
 failed_lines.py; always on, after it.
 """
 
@@ -79,4 +79,30 @@ class CrossEntropyClassAxis(Probe):
             "tgt.reshape(-1), ...)`, or move the classes to dim 1 with `logits.transpose(1, 2)`."))
 
 
-LIBRARY_ERROR_PROBES = [InfinityIntoIntegers(), EinsumWithoutEllipsis(), CrossEntropyClassAxis()]
+_UNPACK = re.compile(r"too many values to unpack \(expected (\d+)")
+
+
+class ShapeUnpacked(Probe):
+    """`m, d_k = Q.shape` on a batched Q (B, h, m, d_k): a shape unpacked as if the input had no batch axes."""
+
+    kind = "unpack"
+
+    def find(self, attempt, probes):
+        expected = _UNPACK.search(str(attempt.error)) if isinstance(attempt.error, ValueError) else None
+        for frame, line, node in failed_nodes(attempt, ValueError, "too many values to unpack") if expected else ():
+            if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple)
+                    and isinstance(node.value, ast.Attribute) and node.value.attr in ("shape", "size")):
+                continue
+            a = _resolve(node.value.value, frame) if isinstance(node.value.value, (ast.Name, ast.Attribute)) else None
+            names = [ast.unparse(t) for t in node.targets[0].elts]
+            owner = ast.unparse(node.value.value)
+            has = f" has shape {tuple(a.shape)}" if a is not None and hasattr(a, "shape") else " has more axes"
+            last = ", ".join(f"{owner}.shape[{k - len(names)}]" for k in range(len(names)))
+            return self.finding(attempt, "shape_unpacked", (
+                f"`{ast.unparse(node)}` unpacks the shape into {len(names)} names ({', '.join(names)}), as if `{owner}` "
+                f"had exactly {len(names)} axes; here it{has}: inputs come with any number of leading (batch, head) "
+                f"axes. Read the sizes from the end ({last}), or `*lead, {', '.join(names)} = {owner}.shape`."))
+        return None
+
+
+LIBRARY_ERROR_PROBES = [ShapeUnpacked(), InfinityIntoIntegers(), EinsumWithoutEllipsis(), CrossEntropyClassAxis()]

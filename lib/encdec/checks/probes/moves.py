@@ -25,10 +25,17 @@ def _bodies(node):
             yield name
 
 
+def _exchangeable(arg):
+    """An argument that may have been given in another's place: a value the code computes or names (a
+    variable, an attribute, a call such as rms_norm(x, gamma), an expression), not a literal."""
+    return not isinstance(arg, (ast.Constant, ast.Starred)) and not (
+        isinstance(arg, ast.UnaryOp) and isinstance(arg.operand, ast.Constant))
+
+
 def _swap_arguments(i, node, fdef):
     if not isinstance(node, ast.Call):
         return
-    named = [k for k in node.keywords if k.arg and isinstance(k.value, (ast.Name, ast.Attribute))]
+    named = [k for k in node.keywords if k.arg and _exchangeable(k.value)]
     for a in range(len(named)):
         for b in range(a + 1, len(named)):
             first, second = named[a].arg, named[b].arg
@@ -40,7 +47,7 @@ def _swap_arguments(i, node, fdef):
             yield Edit(i, "arguments", apply,
                        f"`{first}={_text(named[b].value)}` and `{second}={_text(named[a].value)}` in `{_text(node)}`",
                        f"the values given as {first} and {second} are in each other's place.")
-    plain = [k for k, arg in enumerate(node.args) if isinstance(arg, (ast.Name, ast.Attribute))]
+    plain = [k for k, arg in enumerate(node.args) if _exchangeable(arg)]
     for a in range(len(plain)):
         for b in range(a + 1, len(plain)):
             p, q = plain[a], plain[b]

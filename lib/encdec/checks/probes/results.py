@@ -1,10 +1,11 @@
 """What the answer's returned value itself says, before any probe computes a variant: the right results in
-another order, the right numbers in another shape or with their axes in another order, and an integer array
-where the answer has fractions.
+another order, the right numbers in another shape or with their axes in another order, an integer array
+where the answer has fractions, and the right array reduced over one axis (its argmax, mean, sum or max).
 Each reads only the answer's output and the reference's on the failing case, so each is exact: it names the
 slip only when the numbers say so. Always on, first in the judging order (judging.py).
 """
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -145,4 +146,39 @@ class Truncated(Probe):
         return None
 
 
-RESULT_PROBES = [Reordered(), Reshaped(), Permuted(), Truncated()]
+_REDUCTIONS = (("argmax", np.argmax, "the index of its largest entry"), ("mean", np.mean, "its mean"),
+               ("sum", np.sum, "its sum"), ("max", np.max, "its largest entry"))
+
+
+class Reduced(Probe):
+    """Token ids where the logits belong (their argmax), or attention weights averaged over the heads: the right
+    array reduced over one of its axes, a step the exercise does not take. Weak (judging.py): it says what the
+    result is, not where it was made, so an edit the repair finds has the first word."""
+
+    kind = "result"
+
+    def weak_finding(self, attempt, key, diagnosis):
+        return dataclasses.replace(self.finding(attempt, key, diagnosis), weak=True)
+
+    def find(self, attempt, probes):
+        if attempt.error is not None:
+            return None
+        for label, g, e in _pairs(attempt):
+            if g is None or e is None or e.ndim < 2 or g.ndim != e.ndim - 1:
+                continue
+            for axis in range(-1, -e.ndim - 1, -1):
+                if e.shape[:axis % e.ndim] + e.shape[axis % e.ndim + 1:] != g.shape or e.shape[axis] < 2:
+                    continue
+                for name, reduce, what in _REDUCTIONS:
+                    with np.errstate(all="ignore"):
+                        value = reduce(e, axis=axis)
+                    if _close(g.astype(value.dtype) if name != "argmax" else g, value, attempt.float32):
+                        return self.weak_finding(attempt, f"reduced:{name}", (
+                            f"{label} is the right array reduced over its axis {axis} (of size {e.shape[axis]}): "
+                            f"at each place, {what} along that axis, shape {g.shape} where the answer is the array "
+                            f"itself, {e.shape}. The `{name}` over that axis is a step the exercise does not take "
+                            "here: return the array before it (the docstring gives the shape)."))
+        return None
+
+
+RESULT_PROBES = [Reordered(), Reshaped(), Permuted(), Truncated(), Reduced()]

@@ -120,6 +120,12 @@ class ShapeError(Probe):
                 why = _fails(op, _Shaped(sa), _Shaped(sb), attempt.sizes)
                 if why:
                     left, right = ast.unparse(node.left), ast.unparse(node.right)
+                    if op == "@" and len(sa) >= 3 and len(sb) == 2 and sa[-3] > 1 and sa[-3] * sa[-1] == sb[-2]:
+                        return self.finding(attempt, "heads_split", (
+                            f"`{left} {op} {right}` fails: {left} has shape {sa}, still split into {sa[-3]} heads of "
+                            f"{sa[-1]}, and {right} has shape {sb}, which needs the {sb[-2]} features in one axis. "
+                            f"Merge the heads first (merge_heads: (..., h, positions, d_k) to (..., positions, "
+                            f"h * d_k)), then multiply by {right}."))
                     return self.finding(attempt, "matmul" if op == "@" else "broadcast", (
                         f"`{left} {op} {right}` fails: {left} has shape {sa} and {right} has shape {sb}; {why}. "
                         "Print the shapes before that line and compare them with the shapes the docstring gives."))
@@ -141,9 +147,26 @@ class ShapeError(Probe):
         if not named:
             return None
         shapes = ", ".join(f"{n} {s}" for n, s in named)
+        split = heads_split_apart(named)
+        if split:
+            return self.finding(attempt, "heads_split", f"a shape error in `{snippet}`, where {shapes}: {split}")
         return self.finding(attempt, "shapes", (
             f"a shape error in `{snippet}`, where {shapes}. Compare these shapes with what the operation needs "
             "(the docstring gives the shape of every input and output)."))
+
+
+def heads_split_apart(named):
+    """The words for arrays of one step of which some are split into heads and one is not (or the other way
+    round): `Q` (m, d_model) where K is (h, n, d_k) with h * d_k = d_model; '' when no pair is so."""
+    for a, sa in named:
+        for b, sb in named:
+            if len(sa) >= 2 and len(sb) == len(sa) + 1 and sa[-1] == sb[-3] * sb[-1] and sb[-3] > 1 \
+                    and sa[:-2] == sb[:-3]:
+                return (f"`{a}` has its {sa[-1]} features in one axis, where `{b}` is split into {sb[-3]} heads of "
+                        f"{sb[-1]}, (..., h, positions, d_k). Every array of one attention step must be split the "
+                        f"same way: split `{a}` into heads too (split_heads), or, after the heads, merge them before "
+                        "what needs (..., positions, d_model).")
+    return ""
 
 
 def _clash(a, b, sizes):

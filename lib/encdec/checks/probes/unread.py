@@ -1,0 +1,122 @@
+"""A parameter the answer never reads: its result cannot depend on that input, and the right one does.
+
+Read from the answer's own source (no Name of the parameter is ever loaded, in the function or in a
+function nested in it), then confirmed on the failing case: the reference, given that input changed (its
+default when it has one, else another value of its kind), gives another result. Only then is it named, so
+a parameter that the right computation does not need on this case (a mask of no pads) is never blamed.
+
+Always on, after what the returned value alone says and before the exercise's own probes (judging.py): a
+variant probe may explain such an answer by the effect of the missing input (positions that read later
+ones, where cross-attention was given no encoder output), this says which input is missing.
+"""
+
+import ast
+import inspect
+import re
+
+import numpy as np
+
+from .base import Probe
+from .repair import _target, _tree
+
+_ESCAPES = {"locals", "vars", "eval", "exec", "globals"}  # a parameter read through these is not seen
+
+
+def _unread(fdef):
+    """The names of the function's parameters (not self) that its code never loads, or [] when it takes
+    *args or **kwargs, or reads its names through locals() and the like."""
+    args = fdef.args
+    if args.vararg or args.kwarg:
+        return []
+    loaded = set()
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            loaded.add(node.id)
+    if loaded & _ESCAPES:
+        return []
+    params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    return [p for p in params if p not in loaded]
+
+
+def _changed(value, default):
+    """Another value of the same kind for a parameter (its default first), or None when there is none."""
+    if default is not inspect.Parameter.empty and not _same(value, default):
+        return default, "left out"
+    if hasattr(value, "detach") and hasattr(value, "is_floating_point") and value.is_floating_point():
+        return value + 0.5 + value.detach().abs().mean(), "changed"
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating) and value.size:
+        return value + 0.5 + np.abs(value).mean(), "changed"
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value + 1, "changed"
+    if isinstance(value, float):
+        return value * 2 + 0.1, "changed"
+    return None
+
+
+def _same(a, b):
+    try:
+        return a is b or bool(a == b)
+    except Exception:
+        return False
+
+
+def _doc_line(fn, name):
+    """The first line of the answer's docstring that names `name`, stripped, or ''."""
+    for line in (inspect.getdoc(fn) or "").splitlines():
+        if re.search(rf"\b{re.escape(name)}\b", line):
+            return " ".join(line.split()).rstrip(".")
+    return ""
+
+
+class UnreadParameter(Probe):
+    """probe:unread:<parameter>: a parameter the answer's code never reads, where the right result needs it."""
+
+    kind = "unread"
+
+    def find(self, attempt, probes):
+        fn, _ = _target(attempt.student)
+        if fn is None or not self._direct(attempt.student, fn):
+            return None
+        tree = _tree(fn)
+        if tree is None:
+            return None
+        unread = _unread(tree.body[0])
+        if not unread:
+            return None
+        signature = inspect.signature(attempt.student)
+        args, kwargs = attempt.args(), attempt.kwargs()
+        bound = signature.bind(*args, **kwargs)
+        for name in unread:
+            if name not in bound.arguments:
+                continue
+            change = _changed(bound.arguments[name], signature.parameters[name].default)
+            if change is None:
+                continue
+            other = signature.bind(*attempt.args(), **attempt.kwargs())
+            other.arguments[name] = change[0]
+            try:
+                value = attempt.reference(*other.args, **other.kwargs)
+            except Exception:
+                continue
+            if attempt.is_expected(value):
+                continue  # the right result does not need it here
+            said = _doc_line(fn, name)
+            return self.finding(attempt, name, (
+                f"`{fn.__name__}` never reads its parameter `{name}`, so its result is the same whatever "
+                f"`{name}` is; the right result is not (on this case it changes when `{name}` is {change[1]})."
+                + (f" The docstring: \"{said}\"." if said else "")
+                + f" Use `{name}` where the computation needs it."))
+        return None
+
+    @staticmethod
+    def _direct(student, fn):
+        """True when the case's arguments are the answer's own (no wrapper between the check and it)."""
+        return student is fn or getattr(student, "__func__", None) is fn \
+            or getattr(type(student), "__call__", None) is fn
+
+
+UNREAD_PROBES = [UnreadParameter()]
