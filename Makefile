@@ -14,13 +14,14 @@ LAB_PORT  ?= 8888
 LAB_ARGS  ?=
 LAB_DIR   ?= course
 
-.PHONY: help install lab test notebooks release autograde collect grade validate bench capstone gpu-check ablations test-browser clean \
+.PHONY: help install lab test notebooks release autograde collect grade grade-stop validate bench capstone gpu-check ablations test-browser clean \
 	class class-stop release-feedback export site
 
 help:
 	@echo "make lab          open the course in JupyterLab (students)"
 	@echo "make test         install everything and run the whole test suite"
 	@echo "make grade        grade your own course/ notebooks (LESSON=5 or LESSON=4,5 for some lessons)"
+	@echo "make grade-stop   end the grader that make grade keeps ready for 15 minutes"
 	@echo "make release      regenerate course/ from solutions/ (instructors)"
 	@echo "make autograde    grade autograder/submitted/* into autograder/grades.csv (JOBS=N, STUDENT=, LESSON=, LESSONS=01-05)"
 	@echo "make collect      the class's submissions from nbgrader's exchange into autograder/submitted/"
@@ -148,6 +149,10 @@ LESSON ?=
 grade: $(STAMP)
 	$(BIN)/python -m autograder self $(if $(LESSON),--lesson "$(LESSON)",)
 
+# `make grade` keeps its grader ready for 15 minutes (autograder/self_server.py); this ends it now.
+grade-stop:
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m autograder self --stop; fi
+
 validate: $(STAMP)
 	$(BIN)/python -m autograder validate
 
@@ -169,5 +174,5 @@ ablations: $(STAMP)
 gpu-check: $(STAMP)
 	$(BIN)/python -m encdec.capstone --device cuda --out runs/gpu-check $(CAPSTONE_ARGS)
 
-clean:
+clean: grade-stop
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -16,6 +16,8 @@ One job per module:
     kernel_cell.py    one job's sandbox cell (folder, kernelspec, sockets) and nbgrader's kernel glue
     timed_process.py  one grading task in a process of its own, with a time limit
     warm.py           the process server's warm-up (GRADE_PATH=fast): imports, each lesson's feedback page
+    self_server.py    `make grade` kept warm: the client, and starting the grader that stays ready between runs
+    self_server_process.py  that grader: one run at a time, the run's setup (snapshot, zygote…) kept from run to run
     phases.py         where a graded notebook's time goes (kernel start, cells, feedback…), for timings.json
     jail.py           the launcher that starts a graded kernel inside bubblewrap, with its limits
     zygote.py         the run's sandboxed kernel zygote: imports done once, a sandbox of its own for each kernel it forks

@@ -8,7 +8,8 @@
     python -m autograder collect [--lesson 01]         # a JupyterHub class: nbgrader's exchange -> submitted/
     python -m autograder publish [--lesson 01]         # a JupyterHub class: course/ -> the exchange
     python -m autograder release-feedback [--lesson 01]  # a JupyterHub class: feedback -> the exchange
-    python -m autograder self [--lesson 05]            # a self-learner grades their own course/
+    python -m autograder self [--lesson 05]            # a self-learner grades their own course/ (self_server.py)
+    python -m autograder self --stop                   # end the grader `make grade` keeps ready
     python -m autograder validate [NOTEBOOK ...]       # nbgrader's validator; exit 1 when a test fails
     python -m autograder export [--out autograder/]    # grades.csv and canvas.csv from the gradebook, no grading
 
@@ -25,7 +26,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import classroom, collection, course, due, exchange, nbgrader_glue, pipeline, reports, sandbox, settings
+from . import classroom, collection, course, due, exchange, nbgrader_glue, pipeline, reports, sandbox, self_server, settings
 from .course import COURSE, HERE, ROOT, lessons
 
 
@@ -60,10 +61,10 @@ def parser():
     for name in ("publish", "release-feedback"):
         c = sub.add_parser(name)
         c.add_argument("--lesson", action="append", help="only these lessons (default: every lesson)")
-    c = sub.add_parser("self")
-    c.add_argument("--lesson", action="append")
-    c.add_argument("--course", default=str(COURSE))
-    c.add_argument("--out", default=str(ROOT / ".selfgrade"))
+    self_server.add_arguments(sub.add_parser("self"))
+    c = sub.add_parser("serve-self", help="the grader `make grade` keeps ready (self_server.py starts it)")
+    c.add_argument("--out", required=True)
+    c.add_argument("--key", required=True)
     c = sub.add_parser("validate")
     c.add_argument("notebooks", nargs="*")
     c = sub.add_parser("export", help="grades.csv and Canvas's gradebook CSV from the gradebook, without grading")
@@ -84,8 +85,9 @@ def autograde(args):
     return classroom.run(args, sandbox_mode("on"))
 
 
-def grade_self(args):
-    """Grade a self-learner's own notebooks (copies of them) and print the table."""
+def grade_self(args, setup_for=None):
+    """Grade a self-learner's own notebooks (copies of them) and print the table. `setup_for(lessons)`: the
+    run's setup, from the grader that `make grade` keeps ready (self_server_process.py); else made here."""
     out = pipeline.Outputs.under(args.out)
     staging = Path(args.out) / "submitted"
     if staging.exists():
@@ -98,7 +100,8 @@ def grade_self(args):
             (me / lesson).mkdir(parents=True)
             shutil.copyfile(src, me / lesson / f"{lesson}.ipynb")
     jobs = pipeline.find_submissions(staging, None, chosen) or [pipeline.Job("me", lesson) for lesson in chosen]
-    rows, maxima = pipeline.grade_all(jobs, out, 1, submitted=staging, sandbox_mode=sandbox_mode("auto"))
+    setup = setup_for(pipeline.lessons_of(jobs)) if setup_for else None
+    rows, maxima = pipeline.grade_all(jobs, out, 1, submitted=staging, sandbox_mode=sandbox_mode("auto"), setup=setup)
     reports.write_csv(rows, maxima, Path(args.out) / "grades.csv")
     if rows and rows[0].sandbox.startswith("off"):
         print(f"Graded without the sandbox: {rows[0].sandbox}")
@@ -175,10 +178,20 @@ def main(argv):
         if args.command == "autograde":
             return autograde(args)
         if args.command == "self":
+            if args.stop:
+                print("The grader was stopped." if self_server.stop(args.out) else "No grader was running.")
+                return 0
             return grade_self(args)
+        if args.command == "serve-self":
+            from . import self_server_process
+            return self_server_process.serve(args.out, args.key, grade_self, sandbox_unavailable, sandbox_mode("auto"))
     except sandbox.Unavailable as exc:
-        print(f"error: student code is graded in a sandbox, and it cannot run here: {exc}.\n"
-              "Install what it needs, or grade without it, knowingly, with SANDBOX=off "
-              "(grades.csv then says so in every row).", file=sys.stderr)
-        return 2
+        return sandbox_unavailable(exc)
+    return 2
+
+
+def sandbox_unavailable(exc):
+    print(f"error: student code is graded in a sandbox, and it cannot run here: {exc}.\n"
+          "Install what it needs, or grade without it, knowingly, with SANDBOX=off "
+          "(grades.csv then says so in every row).", file=sys.stderr)
     return 2

@@ -14,15 +14,15 @@ The work is done by one module per job:
     zygote.py         the run's kernel zygote (in bubblewrap), which forks each job's kernel into a
                       sandbox of its own; zygote_client.py is that kernel's kernelspec
 
-The interface is the whole contract: `start`, `start_zygote`, `kernel_modules`, `run`, `Outcome`,
-`Unavailable` and `configure_kernel` (which nbgrader_glue calls on the configuration of the job's
-nbgrader).
+The interface is the whole contract: `start`, `start_zygote`, `stop_zygote`, `zygote_ready`, `kernel_modules`,
+`run`, `Outcome`, `Unavailable` and `configure_kernel` (which nbgrader_glue calls on the configuration of the
+job's nbgrader).
 """
 
 from .cgroups import remove_stale as remove_stale_groups
 from .kernel_cell import KERNEL_NAME, SANDBOX_ENV, Cell, configure_kernel
-from .sandbox_start import Jail, Unavailable, describe, kernel_modules, start, start_zygote
+from .sandbox_start import Jail, Unavailable, describe, kernel_modules, start, start_zygote, stop_zygote, zygote_ready
 from .timed_process import Outcome, run
 
 __all__ = ["Cell", "Jail", "KERNEL_NAME", "Outcome", "SANDBOX_ENV", "Unavailable", "configure_kernel", "describe",
-           "kernel_modules", "remove_stale_groups", "run", "start", "start_zygote"]
+           "kernel_modules", "remove_stale_groups", "run", "start", "start_zygote", "stop_zygote", "zygote_ready"]

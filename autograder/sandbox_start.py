@@ -235,6 +235,13 @@ def zygote_ready(jail):
     return bool(z and z.ready())
 
 
+def stop_zygote(jail):
+    """End the jail's zygote now (the grader that `make grade` keeps ready makes its setup again)."""
+    z = _ZYGOTES.pop(jail.zygote, None) if jail and getattr(jail, "zygote", None) else None
+    if z is not None:
+        z.stop()
+
+
 @atexit.register
 def _stop_zygotes():
     for z in _ZYGOTES.values():

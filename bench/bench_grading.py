@@ -9,8 +9,9 @@ default. The parts after the first:
   classic, fast, fast, classic; seconds per notebook = wall time / notebooks of each run, and the mean
   seconds of each phase per notebook (timings.json, autograder/phases.py), with the sandbox's start
   and the imports (numpy, encdec, torch) timed on their own, in the sandbox;
-- lessons: `python -m autograder self --lesson NN` (make grade) for each lesson, twice: the first
-  makes the lesson's template (kept for later runs of the same course), the second is the usual run;
+- lessons: `python -m autograder self --lesson NN` (make grade) for each lesson: the first run (it starts
+  the grader that `make grade` keeps ready and makes the lesson's template), the next (graded by that
+  grader: the usual run) and one in the command's own process (GRADE_SERVER=off), side by side;
 - dask: a class graded through a `dask scheduler` and 1, 2 and 4 `dask worker --nthreads 1` on this
   machine (after one run that warms the workers), seconds per 1,000 notebooks, and the model for N.
 
@@ -257,25 +258,37 @@ def paths(quick=False):
 
 # -- make grade, per lesson ---------------------------------------------------------------------------
 def lessons_self(quick=False):
+    """Each lesson graded three times: the first run, which starts the grader `make grade` keeps ready
+    (autograder/self_server.py) and makes the lesson's template; the next run, graded by that grader (the
+    row's value: what a self-learner waits for after each attempt); and a run in the command's own process
+    (GRADE_SERVER=off), as every run was before the grader was kept ready. The grader is stopped between
+    lessons, so that each lesson's first run starts one."""
     import subprocess
     from nbtools import course_copy, lessons
     chosen = lessons()[:2] if quick else lessons()
     out = []
     group = "make grade LESSON=NN (python -m autograder self), seconds, sandbox auto, GRADE_PATH=fast"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "GRADE_SERVER": "on"}
     with tempfile.TemporaryDirectory() as tmp:
         root = course_copy(Path(tmp) / "course")
-        for lesson in chosen:
-            times = []
-            for _ in range(2):
+        grade = [sys.executable, "-m", "autograder", "self", "--out", str(Path(tmp) / "self")]
+
+        def timed(lesson, **extra):
+            start = time.perf_counter()
+            subprocess.run(grade + ["--lesson", lesson[:2]], cwd=root, capture_output=True, text=True,
+                           env={**env, **extra})
+            return time.perf_counter() - start
+        try:
+            for lesson in chosen:
                 before = load()
-                start = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "autograder", "self", "--lesson", lesson[:2],
-                                "--out", str(Path(tmp) / "self")], cwd=root, capture_output=True, text=True,
-                               env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
-                times.append(time.perf_counter() - start)
-            out.append({"group": group, "name": lesson, "value": times[1], "unit": "s",
-                        "note": f"first run {times[0]:.1f} s (it makes the lesson's template); goal: 5 s on a quiet "
-                                f"machine; {before}"})
+                first, warm, here = timed(lesson), timed(lesson), timed(lesson, GRADE_SERVER="off")
+                subprocess.run(grade + ["--stop"], cwd=root, capture_output=True, env=env)
+                out.append({"group": group, "name": lesson, "value": warm, "unit": "s",
+                            "note": f"by the grader the first run started; the first run {first:.1f} s (it starts "
+                                    f"the grader and makes the lesson's template); in the command's own process "
+                                    f"(GRADE_SERVER=off) {here:.1f} s; goal: 5 s on a quiet machine; {before}"})
+        finally:
+            subprocess.run(grade + ["--stop"], cwd=root, capture_output=True, env=env)
     return out
 
 

@@ -12,6 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+# `python -m autograder self` in a test grades in its own process: no grader left running after the suite
+# (tests/test_self_server.py turns it on, for its own output folders, and stops what it starts).
+os.environ.setdefault("GRADE_SERVER", "off")
 ALL_LESSONS = [f"{k:02d}" for k in range(1, 11)]
 
 # Library test modules and the lessons that teach what they test.

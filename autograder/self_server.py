@@ -1,0 +1,186 @@
+"""`make grade` kept warm: a self-learner's grader that stays ready between runs.
+
+    python -m autograder self [--lesson 05]   # asks the course's grader, starting it when none is running
+    python -m autograder self --stop          # ends it now (`make grade-stop`)
+    GRADE_SERVER=off make grade               # grade in the command's own process, as every run did before
+    GRADE_SERVER_IDLE=900                     # how many seconds it waits for the next run before it ends
+
+What every run would start again (the course snapshot and its template, the process server with nbgrader
+imported, the sandbox's kernel zygote with NumPy, the course library and, for Lesson 10, torch imported) is
+started once, by the first `make grade`, in a process of its own that outlives it; every later run sends its
+request over a Unix socket in the output folder (.selfgrade/grader.sock) and prints what comes back. Students
+still share nothing: each notebook is graded in its own child, its kernel forked from the zygote into a
+sandbox of its own, from a fresh interpreter state, as in any run (pipeline.py, zygote.py).
+
+The grader ends after GRADE_SERVER_IDLE seconds without a run (15 minutes), when asked (--stop), and when a
+run comes with another key: the key is a digest of what grading depends on (lib/, solutions/ and the
+autograder's code, by path, size and time; the Python; the SANDBOX and GRADE settings), so an edit to the
+course or a `git pull` gets a new grader, never a stale one. Where it cannot start or answer, the run grades
+in its own process, as before.
+
+Protocol, one connection per run: the client sends one line of JSON ({"key", "lesson", "course", "out"} or
+{"stop": true}); the grader answers lines of JSON, {"out": text} and {"err": text} as the run prints, then
+{"exit": code}; or {"stale": true} (another key: it ends, and the client starts a new one).
+"""
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SOCKET_NAME = "grader.sock"
+IDLE_SECONDS = 900
+START_SECONDS = 30  # how long a run waits for a grader it started to listen
+
+
+def enabled(env=None):
+    """False with GRADE_SERVER=off (or GRADE_PATH=classic, the path kept to compare against)."""
+    env = os.environ if env is None else env
+    return (env.get("GRADE_SERVER") or "on").strip().lower() not in ("off", "0", "no") \
+        and (env.get("GRADE_PATH") or "fast").strip().lower() == "fast"
+
+
+def idle_seconds(env=None):
+    env = os.environ if env is None else env
+    value = (env.get("GRADE_SERVER_IDLE") or "").strip()
+    return float(value) if value.replace(".", "", 1).isdigit() and float(value) > 0 else IDLE_SECONDS
+
+
+def key(course, env=None):
+    """The digest of what grading depends on: a grader with another key ends and a new one starts."""
+    env = os.environ if env is None else env
+    digest = hashlib.sha256(f"{sys.executable}\n{Path(course).resolve()}\n".encode())
+    for name in sorted(env):
+        if (name.startswith(("SANDBOX", "GRADE_")) and not name.startswith("GRADE_SERVER")) or name == "PATH":
+            digest.update(f"{name}={env[name]}\n".encode())
+    for top in (ROOT / "lib", ROOT / "solutions", HERE):
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.endswith(".egg-info"))
+            for name in sorted(files):
+                if top == HERE and not name.endswith((".py", ".toml")):
+                    continue  # the grader's own gradebook and outputs live here too
+                path = Path(folder) / name
+                try:
+                    st = path.stat()
+                except OSError:
+                    continue
+                digest.update(f"{path.relative_to(ROOT)}\n{st.st_size}\n{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def socket_path(out):
+    return Path(out) / SOCKET_NAME
+
+
+# -- the client: `python -m autograder self` --------------------------------------------------------------
+def add_arguments(p):
+    """The arguments of `python -m autograder self` (cli.py's parser has them too)."""
+    p.add_argument("--lesson", action="append")
+    p.add_argument("--course", default=str(ROOT / "course"))
+    p.add_argument("--out", default=str(ROOT / ".selfgrade"))
+    p.add_argument("--stop", action="store_true", help="end the grader that `make grade` keeps ready, and grade nothing")
+    return p
+
+
+def main(argv):
+    """`python -m autograder self ...` through the grader: its exit code, or None to grade in this process."""
+    import argparse
+    args = add_arguments(argparse.ArgumentParser(prog="python -m autograder self")).parse_args(argv)
+    out = Path(args.out).resolve()
+    if args.stop:
+        print("The grader was stopped." if stop(out) else "No grader was running.")
+        return 0
+    return run(args.lesson, args.course, out)
+
+
+def run(lesson, course, out, env=None):
+    """Grade through the course's grader: its exit code, or None when it could not be reached or started
+    (the caller then grades in its own process)."""
+    if not enabled(env):
+        return None
+    request = {"key": key(course, env), "lesson": lesson, "course": str(course), "out": str(out)}
+    for _ in range(2):  # a stale grader ends: the second try starts this course's
+        conn = _connect(socket_path(out))
+        if conn is None:
+            if not _start(out, request["key"]):
+                return None
+            conn = _connect(socket_path(out), wait=START_SECONDS)
+            if conn is None:
+                return None
+        answer = _exchange(conn, request)
+        if answer != "stale":
+            return answer
+        _wait_gone(socket_path(out))
+    return None
+
+
+def stop(out):
+    """End the grader of this output folder, if one is running; True when one was."""
+    conn = _connect(socket_path(out))
+    if conn is None:
+        return False
+    with conn:
+        conn.sendall(json.dumps({"stop": True}).encode() + b"\n")
+        conn.recv(64)
+    _wait_gone(socket_path(out))
+    return True
+
+
+def _connect(path, wait=0.0):
+    deadline = time.monotonic() + wait
+    while True:
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(str(path))
+            return conn
+        except OSError:
+            conn.close()
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+
+
+def _start(out, digest):
+    """Start a grader for this output folder, in a session of its own (it outlives this run)."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    try:
+        with open(Path(out) / "grader.log", "ab") as log:
+            subprocess.Popen([sys.executable, "-m", "autograder", "serve-self", "--out", str(out), "--key", digest],
+                             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    except OSError:
+        return False
+    return True
+
+
+def _exchange(conn, request):
+    """Send the request and print what comes back: the exit code, "stale", or None when the grader went."""
+    with conn:
+        try:
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            for line in conn.makefile("r", encoding="utf-8"):
+                message = json.loads(line)
+                if "out" in message:
+                    sys.stdout.write(message["out"])
+                    sys.stdout.flush()
+                elif "err" in message:
+                    sys.stderr.write(message["err"])
+                    sys.stderr.flush()
+                elif "exit" in message:
+                    return int(message["exit"])
+                elif message.get("stale"):
+                    return "stale"
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def _wait_gone(path, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
