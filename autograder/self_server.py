@@ -37,6 +37,7 @@ ROOT = HERE.parent
 SOCKET_NAME = "grader.sock"
 IDLE_SECONDS = 900
 START_SECONDS = 30  # how long a run waits for a grader it started to listen
+MAX_SOCKET_PATH = 107  # bytes: a longer output folder grades in the run's own process
 
 
 def enabled(env=None):
@@ -105,12 +106,15 @@ def run(lesson, course, out, env=None):
     if not enabled(env):
         return None
     request = {"key": key(course, env), "lesson": lesson, "course": str(course), "out": str(out)}
+    if len(str(socket_path(out)).encode()) > MAX_SOCKET_PATH:
+        return None  # a Unix socket's path has at most 107 bytes: grade in this process
     for _ in range(2):  # a stale grader ends: the second try starts this course's
         conn = _connect(socket_path(out))
         if conn is None:
-            if not _start(out, request["key"]):
+            started = _start(out, request["key"])
+            if started is None:
                 return None
-            conn = _connect(socket_path(out), wait=START_SECONDS)
+            conn = _connect(socket_path(out), wait=START_SECONDS, started=started)
             if conn is None:
                 return None
         answer = _exchange(conn, request)
@@ -132,7 +136,9 @@ def stop(out):
     return True
 
 
-def _connect(path, wait=0.0):
+def _connect(path, wait=0.0, started=None):
+    """A connection to the grader at `path`, tried for `wait` seconds; a grader `started` that ends first
+    (it failed, or found another grader of this folder starting) is given 2 s more, not the whole wait."""
     deadline = time.monotonic() + wait
     while True:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -141,21 +147,24 @@ def _connect(path, wait=0.0):
             return conn
         except OSError:
             conn.close()
+            if started is not None and started.poll() is not None:
+                deadline, started = min(deadline, time.monotonic() + 2.0), None
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.05)
 
 
 def _start(out, digest):
-    """Start a grader for this output folder, in a session of its own (it outlives this run)."""
-    Path(out).mkdir(parents=True, exist_ok=True)
+    """Start a grader for this output folder, in a session of its own (it outlives this run); its Popen, or
+    None when it could not be started."""
     try:
+        Path(out).mkdir(parents=True, exist_ok=True)
         with open(Path(out) / "grader.log", "ab") as log:
-            subprocess.Popen([sys.executable, "-m", "autograder", "serve-self", "--out", str(out), "--key", digest],
-                             cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+            return subprocess.Popen([sys.executable, "-m", "autograder", "serve-self", "--out", str(out), "--key",
+                                     digest], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    start_new_session=True)
     except OSError:
-        return False
-    return True
+        return None
 
 
 def _exchange(conn, request):

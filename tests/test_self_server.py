@@ -144,6 +144,14 @@ def test_a_socket_nobody_answers_is_not_waited_for(root, tmp_path):
         _stop(root, out)
 
 
+def test_an_output_folder_too_deep_for_a_socket_grades_in_the_command_s_process(root, tmp_path):
+    course, out = _course(tmp_path, release(FIRST)), tmp_path / ("deep" * 30) / "self"
+    start = time.monotonic()
+    proc = _grade(root, course, out)
+    assert proc.returncode == 0 and f"Lesson {FIRST}:" in proc.stdout, proc.stderr
+    assert not (out / "grader.pid").exists() and time.monotonic() - start < 120
+
+
 def _wait(condition, seconds=30):
     deadline = time.monotonic() + seconds
     while not condition():
