@@ -225,3 +225,18 @@ def test_cross_entropy_given_the_positions_axis_is_named():
         score = exercise.checker(torch_train_step, hidden=True)
     text = out.getvalue()
     assert score == 0 and "F.cross_entropy reads the classes on dim 1" in text and "logits.reshape(-1" in text, text
+
+
+def test_an_optimizer_made_with_other_settings_is_told_which():
+    """AdamW given Lesson 8's eps (1e-9): the parameters differ in their last digits after two steps; the
+    message says which of the optimizer's own settings differs, not only that the numbers do."""
+    def make_optimizer(model, lr, weight_decay, betas):
+        decayed = [p for p in model.parameters() if p.ndim >= 2]
+        kept = [p for p in model.parameters() if p.ndim < 2]
+        return torch.optim.AdamW([{"params": decayed, "weight_decay": weight_decay},
+                                  {"params": kept, "weight_decay": 0.0}], lr=lr, betas=betas, eps=1e-9)
+    exercise = next(e for e in L.EXERCISES if e.number == "10.3")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        score = exercise.checker(make_optimizer, hidden=True)
+    text = out.getvalue()
+    assert score < exercise.points and "its groups have eps=1e-09 where 1e-08 is meant" in text, text

@@ -1,6 +1,7 @@
-"""Two kinds of finding, proven on slips written apart from them, with the catalog emptied: a parameter the
-answer never reads (probes/unread.py), named only where the right result needs it on the failing case; and a
-shape error between arrays of which some are split into heads and one is not (probes/shapes.py). Each is
+"""Three kinds of finding, proven on slips written apart from them, with the catalog emptied: a parameter the
+answer never reads (probes/unread.py), named only where the right result needs it on the failing case; a
+mask applied after the softmax (probes/masking.py); and a shape error between arrays of which some are split
+into heads and one is not (probes/shapes.py). Each is
 silent where it does not apply: a right answer, a parameter the case does not need, an answer that reads its
 inputs through **kwargs."""
 
@@ -139,3 +140,29 @@ def test_a_product_of_two_split_arrays_is_not_said_to_need_merging(no_catalog, m
     no_catalog("scaled_dot_product_attention")
     _, text, keys = check(lesson01.check_scaled_dot_product_attention, scaled_dot_product_attention)
     assert "probe:shape_error:heads_split" not in keys, text
+
+
+def attention_masked_after_softmax(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    weights = _softmax(scores)
+    if mask is not None:
+        weights = np.where(np.isneginf(mask), 0.0, weights)  # hidden keys zeroed after the softmax
+    return weights @ V, weights
+
+
+def test_a_mask_applied_after_the_softmax_is_named_before_the_rows_that_do_not_sum_to_one(no_catalog):
+    no_catalog("scaled_dot_product_attention")
+    score, text, keys = check(lesson01.check_scaled_dot_product_attention, attention_masked_after_softmax)
+    assert score < 4 and keys[0] == "probe:mask_after_softmax", text
+    assert "Add the mask to the scores before the softmax" in text, text
+
+
+def test_weights_renormalised_after_zeroing_are_right_and_not_told_anything(no_catalog):
+    """Zeroing the hidden keys and dividing each row by its sum is the masked softmax itself."""
+    def renormalised(Q, K, V, mask=None):
+        out, w = attention_masked_after_softmax(Q, K, V, mask)
+        w = w / w.sum(-1, keepdims=True)
+        return w @ V, w
+    no_catalog("scaled_dot_product_attention")
+    score, text, keys = check(lesson01.check_scaled_dot_product_attention, renormalised)
+    assert score == 4 and not keys, text

@@ -457,6 +457,22 @@ def xent_pads_in_the_sum(logits, targets, pad_id=None):
     return float(-(y * logp).sum() / n), (np.exp(logp) - y) * keep[..., None] / n
 
 
+@slip("softmax_cross_entropy", "probe:xent:mean_of_sequence_means", "mean of each sequence's own mean")
+def xent_mean_of_sequence_means(logits, targets, pad_id=None):
+    """Each row's mean over its real tokens, then the mean of the rows; the gradient is right."""
+    logits, targets = np.asarray(logits), np.asarray(targets)
+    z = logits - logits.max(axis=-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+    keep = np.ones(targets.shape, bool) if pad_id is None else targets != pad_id
+    n = keep.sum()
+    if n == 0:
+        return 0.0, np.zeros_like(logits)
+    nll = -np.take_along_axis(logp, targets[..., None], axis=-1)[..., 0] * keep
+    flat, counts = nll.reshape(-1, targets.shape[-1]), keep.reshape(-1, targets.shape[-1]).sum(-1)
+    loss = float(np.mean(flat.sum(-1)[counts > 0] / counts[counts > 0]))
+    return loss, (np.exp(logp) - np.eye(logits.shape[-1])[targets]) * keep[..., None] / n
+
+
 @slip("numerical_gradient", "probe:scale:1/2", "half the gradient")
 def numerical_gradient_4h(f, x, h=1e-5):
     g = np.zeros_like(x)
@@ -608,6 +624,12 @@ def schedule_ramp_to_one(step, d_model, warmup_steps, factor=1.0):
     if step <= warmup_steps:
         return factor * d_model ** -0.5 * (step / warmup_steps)
     return factor * d_model ** -0.5 * step ** -0.5
+
+
+@slip("warmup_schedule", "probe:schedule:no_decay", "the decay, step^-0.5, is missing")
+def schedule_clamped_ramp(step, d_model, warmup_steps, factor=1.0):
+    """The ramp stopped at the peak by min(), and no decay after it."""
+    return factor * d_model ** -0.5 * min(step, warmup_steps) * warmup_steps ** -1.5
 
 
 @slip("dropout", "probe:dropout:keeps_with_probability_rate+scaled_by_one_over_rate", "Two slips together")

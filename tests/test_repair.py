@@ -305,6 +305,62 @@ def slip_call_arguments_exchanged(q_in, kv_in):
     return _scores(kv_in, np.asarray(q_in)).sum(-1)
 
 
+def ref_softmax_any_axis(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def slip_reduced_axis_put_at_the_end(x, axis=-1):
+    row_max = np.max(x, axis=axis)[..., np.newaxis]  # right only when axis is the last
+    exps = np.exp(x - row_max)
+    return exps / np.sum(exps, axis=axis)[..., None]
+
+
+def _norm_rows(x, g):
+    return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6) * g
+
+
+def ref_post_norm_pair(x, w):
+    x = _norm_rows(x + np.tanh(x @ w), 1.0)
+    return _norm_rows(x + np.tanh(x @ w.T), 1.0)
+
+
+def slip_norm_before_each_sublayer_too(x, w):
+    x = _norm_rows(x + _sublayer(_norm_rows(x, 1.0), w), 1.0)  # pre-norm and post-norm at once
+    a = _sublayer(_norm_rows(x, 1.0), w.T)
+    return _norm_rows(x + a, 1.0)
+
+
+def slip_residuals_left_out(x, w):
+    a = np.tanh(x @ w)
+    x = _norm_rows(a, 1.0)
+    b = np.tanh(x @ w.T)
+    x = _norm_rows(b, 1.0)
+    return x
+
+
+class _Gains:
+    def __init__(self, d):
+        self.g1, self.g2, self.g3 = np.linspace(0.5, 1.5, d), np.linspace(2.0, 1.0, d), np.linspace(0.2, 0.9, d)
+
+
+def ref_three_gains(x, gains):
+    return _norm_rows(x, gains.g1) + _norm_rows(x, gains.g2) * _norm_rows(x, gains.g3)
+
+
+def slip_gain_of_another_step(x, gains):
+    return _norm_rows(x, gains.g1) + _norm_rows(x, gains.g2) * _norm_rows(x, gains.g2)
+
+
+def ref_prefix_sums(x):
+    return np.cumsum(x, axis=-2)
+
+
+def slip_steps_from_the_batch_axis(x):
+    steps = x.shape[0]  # the batch's size, not the positions'
+    return np.concatenate([x[..., :t + 1, :].sum(-2, keepdims=True) for t in range(steps)], axis=-2)
+
+
 SQUARE = [Case("(3, 4) with (4, 4)", (r.normal(size=(3, 4)), r.normal(size=(4, 4)))),
           Case("(2, 5, 3) with (3, 3)", (r.normal(size=(2, 5, 3)), r.normal(size=(3, 3))))]
 ROW_MASKS = [Case("(2, 3, 5) and a (2, 1, 5) mask", (r.normal(size=(2, 3, 5)), np.where(r.random((2, 1, 5)) < 0.3, -1e9, 0.0))),
@@ -362,11 +418,22 @@ TOKENS = [Case("a batch (2, 5)", (np.ones((2, 5)),)), Case("(3, 2, 7)", (np.ones
     (slip_norm_in_every_pass, ref_stack_then_norm, SQUARE, "loop", "once, after the loop"),
     (slip_row_mask_axis_again, ref_add_row_mask, ROW_MASKS, "new_axis", "`mask[..., None, :]` without its `None`"),
     (slip_call_arguments_exchanged, ref_attend_sizes, CROSS, "arguments", "exchanged in `_scores(kv_in,"),
+    (slip_reduced_axis_put_at_the_end, ref_softmax_any_axis, AXES, "keepdims", "keepdims=True in place of `[..., None]`"),
+    (slip_norm_before_each_sublayer_too, ref_post_norm_pair, SQUARE, "extra_call", "around each sublayer's input"),
+    (slip_residuals_left_out, ref_post_norm_pair, SQUARE, "residual", "before its norm"),
+    (slip_gain_of_another_step, ref_three_gains, [Case("(3, 4)", (r.normal(size=(3, 4)), _Gains(4))),
+                                                 Case("(2, 3, 4)", (r.normal(size=(2, 3, 4)), _Gains(4)))],
+     "attribute", "`gains.g3` in place of `gains.g2`"),
+    (slip_steps_from_the_batch_axis, ref_prefix_sums, [Case("(4, 5, 3)", (r.normal(size=(4, 5, 3)),)),
+                                                      Case("(2, 6, 2)", (r.normal(size=(2, 6, 2)),))],
+     "axis", "`x.shape[-2]` in place of `x.shape[0]`"),
 ], ids=["floor", "axis", "keepdims", "len", "ascending", "transpose", "sign", "step-twice", "swapped-lines",
                        "loop", "variable", "number-for-argument", "axis-for-argument", "product-for-sum",
                        "parentheses-left-out", "parentheses-lost", "shape-axis", "double-for-square", "call-with-settings", "pad-zero-is-false", "mask-by-position",
                        "stack-for-concatenate", "len-of-the-looped-axis", "call-too-wide", "residual-left-out",
-                       "norm-in-every-pass", "new-axis-again", "computed-arguments-exchanged"])
+                       "norm-in-every-pass", "new-axis-again", "computed-arguments-exchanged", "reduced-axis-at-the-end",
+                       "norm-before-each-sublayer", "residuals-left-out", "gain-of-another-step",
+                       "steps-kept-in-a-variable"])
 def test_one_edit_names_the_line_and_the_change(slip, reference, cases, kind, words):
     found = repair(attempt_for(slip, reference, cases), seconds=5)
     assert found is not None, slip.__name__

@@ -63,7 +63,7 @@ def cross_entropy_cases():
 def xent_model(k, logits, targets, pad_id=None, label_smoothing=0.0):
     """softmax_cross_entropy with knobs (Lesson 8's sequence_cross_entropy uses it too):
     pads ("ignored", "kept": pad positions counted as real), grad_pads (True: the gradient not zeroed at
-    pads), loss_pads (True: the pads' terms in the loss's sum, N still the real tokens), loss_mean ("tokens", "positions": divided by every position), grad_factor (a number in place
+    pads), loss_pads (True: the pads' terms in the loss's sum, N still the real tokens), loss_mean ("tokens", "positions": divided by every position, "rows": the mean of each sequence's mean), grad_factor (a number in place
     of 1/N), grad_sign, loss_sign, smooth ("all": eps/V on every token; "others": eps/(V-1) on the
     non-targets; "no_pad": eps/(V-1) on every token but the pad; "added": one-hot + eps/V, the target
     not reduced; "none": smoothing ignored)."""
@@ -99,8 +99,13 @@ def xent_model(k, logits, targets, pad_id=None, label_smoothing=0.0):
         keep_in_sum = np.ones(targets.shape, dtype=bool)
     else:
         keep_in_sum = keep
-    denom = {"tokens": n, "positions": targets.size}[k.get("loss_mean", "tokens")]
-    value = k.get("loss_sign", 1) * float(np.sum(per * keep_in_sum) / denom)
+    if k.get("loss_mean") == "rows":  # each sequence's own mean over its real tokens, then their mean
+        rows = (per * keep_in_sum).reshape(-1, targets.shape[-1]).sum(-1)
+        counts = keep.reshape(-1, targets.shape[-1]).sum(-1)
+        value = k.get("loss_sign", 1) * float(np.mean(rows[counts > 0] / counts[counts > 0]))
+    else:
+        denom = {"tokens": n, "positions": targets.size}[k.get("loss_mean", "tokens")]
+        value = k.get("loss_sign", 1) * float(np.sum(per * keep_in_sum) / denom)
     grad_keep = np.ones(targets.shape, dtype=bool) if k.get("grad_pads") else keep
     factor = k.get("grad_factor", 1.0 / n)
     dlogits = k.get("grad_sign", 1) * (np.exp(logp) - q) * grad_keep[..., None] * factor
@@ -115,7 +120,10 @@ XENT_CHOICES = [
     ("loss_pads", [(False, "", ""), (True, "pads_in_loss_sum", "the loss sums -log p̂ over every position, pads "
                    "included, and divides by N, the real tokens: leave the pads' terms out of the sum (mask them first)")]),
     ("loss_mean", [("tokens", "", ""), ("positions", "loss_over_positions",
-                                        "the loss is divided by every position, pads included, not by N")]),
+                                        "the loss is divided by every position, pads included, not by N"),
+                   ("rows", "mean_of_sequence_means", "the loss is the mean of each sequence's own mean, which weighs a "
+                    "short sequence's tokens more than a long one's: take one mean over all N real tokens of the batch "
+                    "(the gradient's 1/N is that mean's)")]),
     ("loss_sign", [(1, "", ""), (-1, "loss_sign", "the loss has the wrong sign (it is -mean log p̂, a positive number)")]),
     ("grad_sign", [(1, "", ""), (-1, "grad_sign", "dlogits has the wrong sign: it is p̂ - y, not y - p̂")]),
 ]

@@ -80,7 +80,10 @@ _SMOOTH_CHOICES = [
     ("loss_pads", [(False, "", ""), (True, "pads_in_loss_sum", "the loss sums -log p̂ over every position, pads "
                    "included, and divides by N, the real tokens: leave the pads' terms out of the sum (mask them first)")]),
     ("loss_mean", [("tokens", "", ""), ("positions", "loss_over_positions",
-                                        "the loss is divided by every position, pads included, not by N")]),
+                                        "the loss is divided by every position, pads included, not by N"),
+                   ("rows", "mean_of_sequence_means", "the loss is the mean of each sequence's own mean, which weighs a "
+                    "short sequence's tokens more than a long one's: take one mean over all N real tokens of the batch "
+                    "(the gradient's 1/N is that mean's)")]),
 ]
 _SMOOTH_RIGHT = ("q = (1 - eps) one_hot(target) + eps / V on every token; loss = mean over the N real positions of "
                  "-sum(q log p̂); dlogits = (p̂ - q) / N at real positions, 0 at pads.")
@@ -263,7 +266,7 @@ def schedule_cases():
 
 def _schedule_model(k, steps, d_model, warmup_steps, factor=None):
     """warmup_schedule over a list of steps, with knobs: shift (the step used is step + shift), rise and
-    decay (the exponents of the warm-up and the decay), d_power (the exponent of d_model), pick ("min",
+    decay (the exponents of the warm-up and the decay; "flat": the peak kept after the warm-up), d_power (the exponent of d_model), pick ("min",
     "max"), warm_power (the exponent of warmup_steps in the ramp; ("if", p): that ramp while step <=
     warmup_steps, the decay after it, an if in place of the min), factor_used."""
     f = 1.0 if factor is None or not k.get("factor_used", True) else factor
@@ -274,7 +277,9 @@ def _schedule_model(k, steps, d_model, warmup_steps, factor=None):
             raise ValueError("step 0")
         power = k.get("warm_power", -1.5)
         branch = isinstance(power, tuple)  # ("if", p): the ramp while step <= warmup_steps, then the decay
-        a, b = s ** k.get("decay", -0.5), s * warmup_steps ** (power[1] if branch else power)
+        decay = k.get("decay", -0.5)
+        a = warmup_steps ** -0.5 if decay == "flat" else s ** decay  # "flat": the peak kept after the warm-up
+        b = s * warmup_steps ** (power[1] if branch else power)
         picked = (b if s <= warmup_steps else a) if branch else min(a, b) if k.get("pick", "min") == "min" else max(a, b)
         out.append(f * d_model ** k.get("d_power", -0.5) * picked)
     return np.array(out) * k.get("factor_scale", 1.0)
@@ -288,7 +293,9 @@ _SCHEDULE_CHOICES = [
                     (("if", -1.0), "ramp_to_one", "the warm-up branch (step <= warmup_steps) is step / warmup_steps, a "
                      "ramp up to 1 times the other factors, where the formula has step * warmup_steps^-1.5, which "
                      "meets step^-0.5 at step = warmup_steps: your rate jumps there")]),
-    ("decay", [(-0.5, "", ""), (-1.0, "decay_one_over_step", "the decay is 1/step, not 1/sqrt(step)")]),
+    ("decay", [(-0.5, "", ""), (-1.0, "decay_one_over_step", "the decay is 1/step, not 1/sqrt(step)"),
+               ("flat", "no_decay", "after the warm-up the rate stays at its peak: the decay, step^-0.5, is missing "
+                "(min(step, warmup_steps) alone stops the ramp but never decays)")]),
     ("d_power", [(-0.5, "", ""), (0.5, "d_model_sqrt", "d_model^0.5 multiplies instead of d_model^-0.5"),
                  (0.0, "no_d_model", "the d_model^-0.5 factor is missing"),
                  (-1.0, "d_model_inverse", "d_model^-1 is used instead of d_model^-0.5")]),

@@ -136,8 +136,24 @@ def _observe_steps(fn, seed, sizes, lr=0.02, weight_decay=0.3, betas=(0.8, 0.95)
         i = int(np.argwhere(bad)[0][0])
         problem = (f"values differ in {_flat_name(i, sizes)}: expected {expected[i]:.6g}, got {got[i]:.6g} "
                    f"({int(bad.sum())} of {bad.size} numbers differ)")
-        return ("steps", got), f"the parameters after two steps: {problem}", outcome
+        return ("steps", got), f"the parameters after two steps: {problem}" + _settings_said(opt, lr, betas), outcome
     return ("ok",), "", outcome
+
+
+def _settings_said(opt, lr, betas):
+    """What of the optimizer's own settings differs from what the two steps were computed with: '; ...' or ''."""
+    R = references()
+    said = []
+    if type(opt) is not R.torch.optim.AdamW:
+        said.append(f"it is a {type(opt).__name__}, not torch.optim.AdamW (whose weight decay is decoupled: "
+                    "p -> p - lr * weight_decay * p, apart from the Adam step)")
+    want = {"lr": lr, "betas": tuple(betas), "eps": 1e-8, "amsgrad": False, "maximize": False}
+    for key, value in want.items():
+        got = {repr(tuple(g[key]) if isinstance(g.get(key), (list, tuple)) else g.get(key)) for g in opt.param_groups}
+        if got != {repr(value)}:
+            said.append(f"its groups have {key}={', '.join(sorted(got))} where {value!r} is meant"
+                        + (" (AdamW's default; leave it out)" if key == "eps" else ""))
+    return ("; " + "; ".join(said)) if said else ""
 
 
 MAKE_OPTIMIZER = Exercise("10.3", "make_optimizer", points=2, reference=Later(lambda: references().make_optimizer))

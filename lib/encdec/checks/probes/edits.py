@@ -225,20 +225,27 @@ def _shape_axis(i, node, fdef):
 
 
 def _axis_a_loop_indexes(fdef, size, array):
-    """In `for t in range(x.shape[k]): ... x[..., t:t + 1, :]` (or `range(len(x))`), the axis that `t` indexes
-    in `array` (x), counted from the end (-2 here), or None."""
-    loop = next((f for f in ast.walk(fdef) if isinstance(f, ast.For) and isinstance(f.target, ast.Name)
-                 and any(n is size for n in ast.walk(f.iter))), None)
-    if loop is None:
-        return None
-    var = loop.target.id
-    for node in ast.walk(loop):
-        if isinstance(node, ast.Subscript) and _text(node.value) == array and isinstance(node.slice, ast.Tuple) \
-                and any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in node.slice.elts):
-            elts = node.slice.elts
-            for k, e in enumerate(elts):
-                if any(isinstance(n, ast.Name) and n.id == var for n in ast.walk(e)):
-                    return k - len(elts)
+    """In `for t in range(x.shape[k]): ... x[..., t:t + 1, :]` (or `range(len(x))`, a comprehension, or the size
+    first kept in a variable, `steps = x.shape[k]`), the axis that `t` indexes in `array` (x), counted from the
+    end (-2 here), or None."""
+    kept = {t.id for a in ast.walk(fdef) if isinstance(a, ast.Assign) and any(n is size for n in ast.walk(a.value))
+            for t in a.targets if isinstance(t, ast.Name)}
+
+    def over(it):
+        return any(n is size or isinstance(n, ast.Name) and n.id in kept for n in ast.walk(it))
+    loops = [(f.target, f) for f in ast.walk(fdef) if isinstance(f, ast.For) and over(f.iter)]
+    loops += [(g.target, c) for c in ast.walk(fdef) if isinstance(c, (ast.ListComp, ast.GeneratorExp, ast.SetComp))
+              for g in c.generators if over(g.iter)]
+    for target, scope in loops:
+        if not isinstance(target, ast.Name):
+            continue
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Subscript) and _text(node.value) == array and isinstance(node.slice, ast.Tuple) \
+                    and any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in node.slice.elts):
+                elts = node.slice.elts
+                for k, e in enumerate(elts):
+                    if any(isinstance(n, ast.Name) and n.id == target.id for n in ast.walk(e)):
+                        return k - len(elts)
     return None
 
 

@@ -2,10 +2,13 @@
 slip): a sublayer's output that replaces the stream where it is added to it (the residual left out), a call
 around each pass's new value that the formula takes once, after the loop (a final norm applied to every
 block's output), and an axis of size 1 inserted where the array already has it. Same contract as edits.py:
-each kind yields Edit(index, kind, apply, said, why).
+each kind yields Edit(index, kind, apply, said, why). Also: the residual left out inside a post-norm's
+norm, another attribute named alike (norm2_gamma for norm3_gamma, W_k for W_v), a norm around every
+sublayer's input, and `[..., None]` after a reduction over `axis` where keepdims keeps the axis in place.
 """
 
 import ast
+import re
 
 from .nodes import Edit, _text
 
@@ -96,4 +99,134 @@ def _extra_new_axis(i, node, fdef):
                        "has the axes it broadcasts over, and the extra one shifts the others.")
 
 
-WIRING_KINDS = [_residual, _outer_call_after_loop, _extra_new_axis]
+def _normed_alone(node, fdef):
+    """(stream, sublayer output) of `x = rms_norm(a, g)` with x the stream (assigned before) and a another name."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+            and isinstance(node.value, ast.Call) and node.value.args and isinstance(node.value.args[0], ast.Name):
+        name, inner = node.targets[0].id, node.value.args[0].id
+        if inner != name and _assigned_before(fdef, name, node.lineno):
+            return name, inner
+    return None
+
+
+def _residual_inside(i, node, fdef):
+    """Post-norm: `x = rms_norm(a, g)` where the formula has `x = rms_norm(x + a, g)`: the sublayer's output
+    normalised without the stream it is added to; at every sublayer too, as one change."""
+    found = _normed_alone(node, fdef)
+    each = [n for n in ast.walk(fdef) if _normed_alone(n, fdef)] if node is fdef else []
+    if found is None and len(each) < 2:
+        return
+
+    def add_stream(stmt):
+        name = stmt.targets[0].id
+        stmt.value.args[0] = ast.BinOp(ast.Name(name, ast.Load()), ast.Add(), stmt.value.args[0])
+
+    if found is not None:
+        name, inner = found
+
+        def apply(n, tree):
+            add_stream(n)
+            return True
+        yield Edit(i, "residual", apply, f"`{_text(node.value.func)}({name} + {inner}, ...)`",
+                   f"`{inner}` is normalised on its own; the residual connection adds it to `{name}`, the stream, and "
+                   "the sum is what the norm takes.")
+    else:
+        def apply(n, tree):
+            for stmt in [m for m in ast.walk(n) if _normed_alone(m, n)]:
+                add_stream(stmt)
+            return True
+        yield Edit(i, "residual", apply, "the stream added to each sublayer's output before its norm "
+                   f"(`{_text(each[0].value.func)}({each[0].targets[0].id} + {each[0].value.args[0].id}, ...)`, each one)",
+                   "every sublayer's output is normalised on its own; the residual connection adds it to the stream, "
+                   "and the sum is what the norm takes.", each[0].lineno)
+
+
+_SIBLING = re.compile(r"^(.*?)(\d)(.*)$")
+_PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
+
+
+def _sibling_attribute(i, node, fdef):
+    """`block.norm2_gamma` where `block.norm3_gamma` belongs, `self.W_k` for `self.W_v`: another attribute of
+    the same object, named alike, that the code never reads (the one whose place this one took)."""
+    if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
+        return
+    name = node.attr
+    match = _SIBLING.match(name)
+    others = [f"{match.group(1)}{d}{match.group(3)}" for d in "123" if d != match.group(2)] if match else \
+        [p for p in _PROJECTIONS if p != name] if name in _PROJECTIONS else []
+    read = {a.attr for a in ast.walk(fdef) if isinstance(a, ast.Attribute)}
+    for other in [o for o in others if o not in read]:  # a sibling the code reads elsewhere is not the one
+        def apply(n, tree, other=other):
+            n.attr = other
+            return True
+        yield Edit(i, "attribute", apply, f"`{_text(node.value)}.{other}` in place of `{_text(node)}`",
+                   f"`{_text(node)}` belongs to another step: each step has its own, and this one reads `{other}`.")
+
+
+def _unwrap_each_argument(i, node, fdef):
+    """`sublayer(rms_norm(x, g))` at every sublayer, where the formula gives each sublayer `x` itself (a
+    post-norm block normalised before each sublayer too): every such call taken out, as one change."""
+    if node is not fdef:
+        return
+    wrapped = {}
+    for call in ast.walk(fdef):
+        if isinstance(call, ast.Call):
+            for arg in call.args:
+                if isinstance(arg, ast.Call) and arg.args and isinstance(arg.args[0], ast.Name):
+                    wrapped.setdefault(_text(arg.func), []).append(arg)
+    for func, calls in wrapped.items():
+        if len(calls) < 2:
+            continue
+
+        def apply(n, tree, func=func):
+            for call in ast.walk(n):
+                if isinstance(call, ast.Call):
+                    call.args = [a.args[0] if isinstance(a, ast.Call) and _text(a.func) == func and a.args
+                                 and isinstance(a.args[0], ast.Name) else a for a in call.args]
+            return True
+        yield Edit(i, "extra_call", apply, f"the `{func}(...)` around each sublayer's input taken out",
+                   f"every sublayer reads `{func}(...)` of its input, a step the formula does not take there (it "
+                   "takes it once, after the residual sum).", calls[0].lineno)
+
+
+def _reduction_axis_at_the_end(i, node, fdef):
+    """`np.max(x, axis=axis)[..., None]`: the reduced axis put back at the end, not where it was; keepdims=True
+    keeps it in place (each such reduction, as one change)."""
+    if node is not fdef:
+        return
+    found = [s for s in ast.walk(fdef) if _put_back_at_end(s)]
+    if not found:
+        return
+
+    def apply(n, tree):
+        for parent in ast.walk(n):
+            for field, value in ast.iter_fields(parent):
+                items = value if isinstance(value, list) else [value]
+                for k, child in enumerate(items):
+                    if _put_back_at_end(child):
+                        call = child.value
+                        call.keywords = [kw for kw in call.keywords if kw.arg != "keepdims"] + \
+                            [ast.keyword("keepdims", ast.Constant(True))]
+                        if isinstance(value, list):
+                            value[k] = call
+                        else:
+                            setattr(parent, field, call)
+        return True
+    yield Edit(i, "keepdims", apply, "keepdims=True in place of `[..., None]` after each reduction over `axis`",
+               "`[..., None]` puts the reduced axis back at the end, which is where it was only when `axis` is the "
+               "last; keepdims=True keeps it where it was, for any axis.", found[0].lineno)
+
+
+def _put_back_at_end(node):
+    """`reduce(x, axis=a)[..., None]` (or np.newaxis), with `a` not written as -1."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and isinstance(node.slice, ast.Tuple)):
+        return False
+    elts = node.slice.elts
+    at_end = len(elts) == 2 and isinstance(elts[0], ast.Constant) and elts[0].value is Ellipsis and \
+        (isinstance(elts[1], ast.Constant) and elts[1].value is None or _text(elts[1]) == "np.newaxis")
+    axis = next((kw.value for kw in node.value.keywords if kw.arg == "axis"), None)
+    return at_end and axis is not None and not (isinstance(axis, ast.UnaryOp) and _text(axis) == "-1")
+
+
+WIRING_KINDS = [_residual, _residual_inside, _outer_call_after_loop, _extra_new_axis, _sibling_attribute,
+                _unwrap_each_argument, _reduction_axis_at_the_end]
