@@ -41,7 +41,8 @@ probe:instead:W_k:W_q (W_k used where W_q belongs), probe:heads:split_bare, prob
 probe:axis:-2, probe:missing:b1, probe:masks:causal_to_cross, probe:shape_error:broadcast.
 
 Among an exercise's own probes, before the first that is not `exact` (a property that names an effect), a
-parameter the answer never reads where the right result needs it (`unread.py`). After them, two always-on
+parameter the answer never reads where the right result needs it (`unread.py`), and a mask applied after the
+softmax (`masking.py`). After them, two always-on
 kinds: the repair (`repair.py`, with the edits it tries in `wiring.py`, `edits.py`, `moves.py` and
 `arithmetic.py`) finds the one small edit of the answer's own code that makes it right on every
 case of the part and names its line ("`/` in place of `//`", "axis=-1 in place of axis=0", "line 7 after
@@ -53,7 +54,7 @@ in another order, the right numbers in another shape, an integer array where the
 The package, one module a kind: base (Finding, Knobs, Probes, Probe, Variant, Property, the audit),
 variants, properties (attention's rules), behaviour (calls, invariants, decoded rows), combos (named
 choices for gradients, training and decoding), constants (fitted numbers), results (what the returned
-value alone says), unread (a parameter never read), repair with wiring, edits, moves and arithmetic, failed_lines, shapes (shape errors, and a wrong output shape explained) with views (the arrays a failing
+value alone says), unread (a parameter never read), masking (a mask applied after the softmax), repair with wiring, edits, moves and arithmetic, failed_lines, shapes (shape errors, and a wrong output shape explained) with views (the arrays a failing
 line's expressions hold), tracer and divergence (the first line that goes wrong), and judging.py, the one
 place that says in which order the causes of a failure are looked for.
 
