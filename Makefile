@@ -50,9 +50,12 @@ $(STAMP): requirements.txt pyproject.toml
 # A student's JupyterLab: Jupyter reads tools/lab/ before its own configuration, which turns off
 # nbgrader's instructor tools and the Jupyter news pop-up, and gives nbgrader a student config.
 LAB_CONFIG := $(CURDIR)/tools/lab
+# The lab also starts the grader `make grade` uses (autograder/self_server.py), in the background, with every
+# lesson's set-up made, for as long as the lab runs: the first `make grade` is as quick as the next ones.
 lab: $(STAMP)
+	@$(BIN)/python -m autograder self --warm --keep-while $$$$ >/dev/null 2>&1 & \
 	JUPYTER_CONFIG_PATH="$(LAB_CONFIG)$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH),)" \
-	$(BIN)/jupyter lab --notebook-dir=$(LAB_DIR) --ServerApp.port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_ARGS)
+	exec $(BIN)/jupyter lab --notebook-dir=$(LAB_DIR) --ServerApp.port=$(LAB_PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 # What pip cannot install comes from the system's packages (tools/system_packages.py): bubblewrap, the
 # sandbox the grading suites grade in. As root with apt-get it is installed; otherwise the run says

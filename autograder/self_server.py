@@ -2,6 +2,7 @@
 
     python -m autograder self [--lesson 05]   # asks the course's grader, starting it when none is running
     python -m autograder self --stop          # ends it now (`make grade-stop`)
+    python -m autograder self --warm --keep-while PID   # `make lab`: ready, every lesson, while the lab runs
     GRADE_SERVER=off make grade               # grade in the command's own process, as every run did before
     GRADE_SERVER_IDLE=900                     # how many seconds it waits for the next run before it ends
 
@@ -14,12 +15,13 @@ sandbox of its own, from a fresh interpreter state, as in any run (pipeline.py, 
 
 The grader ends after GRADE_SERVER_IDLE seconds without a run (15 minutes), when asked (--stop), and when a
 run comes with another key: the key is a digest of what grading depends on (lib/, solutions/ and the
-autograder's code, by path, size and time; the Python; the SANDBOX and GRADE settings), so an edit to the
+autograder's code, by path, size and time; the Python; the SANDBOX and GRADE settings, not PATH, which a
+lab's terminal sets its own way and grading does not read: nbgrader_glue puts the venv on it), so an edit to the
 course or a `git pull` gets a new grader, never a stale one. Where it cannot start or answer, the run grades
 in its own process, as before.
 
-Protocol, one connection per run: the client sends one line of JSON ({"key", "lesson", "course", "out"} or
-{"stop": true}); the grader answers lines of JSON, {"out": text} and {"err": text} as the run prints, then
+Protocol, one connection per run: the client sends one line of JSON ({"key", "lesson", "course", "out"}, the
+same with "warm": true and "keep_while": PID, or {"stop": true}); the grader answers lines of JSON, {"out": text} and {"err": text} as the run prints, then
 {"exit": code}; or {"stale": true} (another key: it ends, and the client starts a new one).
 """
 
@@ -58,7 +60,7 @@ def key(course, env=None):
     env = os.environ if env is None else env
     digest = hashlib.sha256(f"{sys.executable}\n{Path(course).resolve()}\n".encode())
     for name in sorted(env):
-        if (name.startswith(("SANDBOX", "GRADE_")) and not name.startswith("GRADE_SERVER")) or name == "PATH":
+        if name.startswith(("SANDBOX", "GRADE_")) and not name.startswith("GRADE_SERVER"):
             digest.update(f"{name}={env[name]}\n".encode())
     for top in (ROOT / "lib", ROOT / "solutions", HERE):
         for folder, dirs, files in os.walk(top):
@@ -86,6 +88,9 @@ def add_arguments(p):
     p.add_argument("--course", default=str(ROOT / "course"))
     p.add_argument("--out", default=str(ROOT / ".selfgrade"))
     p.add_argument("--stop", action="store_true", help="end the grader that `make grade` keeps ready, and grade nothing")
+    p.add_argument("--warm", action="store_true", help="start the grader and make every lesson's set-up, grade nothing "
+                                                      "(`make lab` does it, so that the first `make grade` is quick)")
+    p.add_argument("--keep-while", type=int, metavar="PID", help="with --warm: the grader stays while this process runs")
     return p
 
 
@@ -97,15 +102,19 @@ def main(argv):
     if args.stop:
         print("The grader was stopped." if stop(out) else "No grader was running.")
         return 0
+    if args.warm:
+        run(None, args.course, out, extra={"warm": True, "keep_while": args.keep_while}, quiet=True)
+        return 0  # a grader that cannot start leaves `make grade` as it was: nothing to say here
     return run(args.lesson, args.course, out)
 
 
-def run(lesson, course, out, env=None):
+def run(lesson, course, out, env=None, extra=None, quiet=False):
     """Grade through the course's grader: its exit code, or None when it could not be reached or started
-    (the caller then grades in its own process)."""
+    (the caller then grades in its own process). `extra`: more of the request (a warm-up's); `quiet`: print
+    nothing of what comes back."""
     if not enabled(env):
         return None
-    request = {"key": key(course, env), "lesson": lesson, "course": str(course), "out": str(out)}
+    request = {"key": key(course, env), "lesson": lesson, "course": str(course), "out": str(out), **(extra or {})}
     if len(str(socket_path(out)).encode()) > MAX_SOCKET_PATH:
         return None  # a Unix socket's path has at most 107 bytes: grade in this process
     for _ in range(2):  # a stale grader ends: the second try starts this course's
@@ -117,7 +126,7 @@ def run(lesson, course, out, env=None):
             conn = _connect(socket_path(out), wait=START_SECONDS, started=started)
             if conn is None:
                 return None
-        answer = _exchange(conn, request)
+        answer = _exchange(conn, request, quiet)
         if answer != "stale":
             return answer
         _wait_gone(socket_path(out))
@@ -167,13 +176,15 @@ def _start(out, digest):
         return None
 
 
-def _exchange(conn, request):
+def _exchange(conn, request, quiet=False):
     """Send the request and print what comes back: the exit code, "stale", or None when the grader went."""
     with conn:
         try:
             conn.sendall(json.dumps(request).encode() + b"\n")
             for line in conn.makefile("r", encoding="utf-8"):
                 message = json.loads(line)
+                if quiet and ("out" in message or "err" in message):
+                    continue
                 if "out" in message:
                     sys.stdout.write(message["out"])
                     sys.stdout.flush()

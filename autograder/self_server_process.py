@@ -8,7 +8,9 @@ sandbox of its own, so nothing of one run's notebooks reaches the next.
 The setup is made for the first run's lessons; a run of a lesson outside them (Lesson 10, whose zygote also
 imports torch) makes it again for every lesson, once. A zygote that has gone is started again the same way.
 It ends after self_server.idle_seconds() without a run, on {"stop": true}, on a run with another key (the
-course or its settings changed), and when its socket is removed; it removes its socket as it ends.
+course or its settings changed), and when its socket is removed; it removes its socket as it ends. A warm-up
+request ({"warm": true}, `make lab`) makes the set-up of every lesson at once, and with "keep_while": PID it
+does not end for idleness while that process (the lab) runs.
 """
 
 import contextlib
@@ -27,6 +29,9 @@ from . import pipeline, sandbox
 from .course import lessons as every_lesson
 from .jobs import scratch_in_memory
 from .self_server import SOCKET_NAME, idle_seconds, socket_path
+
+
+TICK_SECONDS = 5.0  # how often an idle grader looks whether it should end
 
 
 class _Lines(io.TextIOBase):
@@ -88,7 +93,8 @@ def serve(out, digest, grade, unavailable, sandbox_mode):
     listener.bind(str(path))
     os.chmod(path, 0o600)
     listener.listen(8)
-    listener.settimeout(idle_seconds())
+    idle, last, keep_while = idle_seconds(), time.monotonic(), None
+    listener.settimeout(min(idle, TICK_SECONDS))
     mine = path.stat().st_ino
     (out / "grader.pid").write_text(f"{os.getpid()}\n")
     warm = _Warm(out, sandbox_mode)
@@ -97,7 +103,11 @@ def serve(out, digest, grade, unavailable, sandbox_mode):
             try:
                 conn, _ = listener.accept()
             except socket.timeout:
-                break
+                if keep_while is not None and _alive(keep_while):
+                    last = time.monotonic()  # the lab that asked for it is still open
+                elif time.monotonic() - last >= idle or not path.exists():
+                    break
+                continue
             with conn:
                 conn.settimeout(None)
                 try:
@@ -112,9 +122,14 @@ def serve(out, digest, grade, unavailable, sandbox_mode):
                 if request.get("key") != digest:
                     conn.sendall(b'{"stale": true}\n')
                     break
-                code = _grade(request, warm, conn, grade, unavailable)
+                if request.get("warm"):  # `make lab`: the set-up of every lesson, ready before the first run
+                    keep_while = request.get("keep_while") or keep_while
+                    code = _warm_up(warm)
+                else:
+                    code = _grade(request, warm, conn, grade, unavailable)
                 with contextlib.suppress(OSError):
                     conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
+                last = time.monotonic()
             if not path.exists() or path.stat().st_ino != mine:
                 break  # the folder was cleaned, or another grader took the socket
     finally:
@@ -125,6 +140,25 @@ def serve(out, digest, grade, unavailable, sandbox_mode):
         warm.drop()
         lock.close()
     return 0
+
+
+def _alive(pid):
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def _warm_up(warm):
+    """Make the set-up of every lesson now (its zygote imports go on in the background): 0, or 1 where it
+    cannot be made (the first run then says why)."""
+    try:
+        warm.setup_for(every_lesson())
+        return 0
+    except Exception:
+        warm.drop()
+        return 1
 
 
 def _locked(path, seconds=20.0):

@@ -127,6 +127,31 @@ def test_the_grader_ends_when_idle_and_when_stopped(root, tmp_path):
     _wait(lambda: not _alive(pid))
 
 
+def test_the_lab_s_warm_up_keeps_the_grader_while_the_lab_runs(root, tmp_path):
+    """`make lab` starts the grader with every lesson's set-up and keeps it while the lab runs (here a sleep
+    stands for the lab); the first `make grade` is graded by it; it ends once the lab has ended."""
+    course, out = _course(tmp_path, release(FIRST)), tmp_path / "self"
+    lab = subprocess.Popen(["sleep", "300"])
+    env = {**os.environ, "GRADE_SERVER": "on", "GRADE_SERVER_IDLE": "1"}
+    try:
+        warm = subprocess.run([sys.executable, "-m", "autograder", "self", "--warm", "--keep-while", str(lab.pid),
+                               "--course", str(course), "--out", str(out)], cwd=root, capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert warm.returncode == 0 and warm.stdout == "", warm.stdout + warm.stderr
+        pid = _pid(out)
+        assert pid and _alive(pid)
+        time.sleep(7)  # past its idle time, while the lab runs
+        assert _alive(pid)
+        graded = _grade(root, course, out, env={"GRADE_SERVER_IDLE": "1"})
+        assert graded.returncode == 0 and f"Lesson {FIRST}:" in graded.stdout and _pid(out) == pid, graded.stderr
+        lab.kill()
+        lab.wait()
+        _wait(lambda: not _alive(pid), seconds=30)
+    finally:
+        lab.kill()
+        _stop(root, out)
+
+
 def test_a_socket_nobody_answers_is_not_waited_for(root, tmp_path):
     """A grader that died leaves its socket: the run starts another and is graded."""
     course, out = _course(tmp_path, release(FIRST)), tmp_path / "self"
