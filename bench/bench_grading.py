@@ -11,7 +11,8 @@ default. The parts after the first:
   and the imports (numpy, encdec, torch) timed on their own, in the sandbox;
 - lessons: `python -m autograder self --lesson NN` (make grade) for each lesson: the first run (it starts
   the grader that `make grade` keeps ready and makes the lesson's template), the next (graded by that
-  grader: the usual run) and one in the command's own process (GRADE_SERVER=off), side by side;
+  grader: the usual run), one in the command's own process (GRADE_SERVER=off) and the first run after
+  `make lab`'s warm-up, side by side;
 - dask: a class graded through a `dask scheduler` and 1, 2 and 4 `dask worker --nthreads 1` on this
   machine (after one run that warms the workers), seconds per 1,000 notebooks, and the model for N.
 
@@ -261,7 +262,8 @@ def lessons_self(quick=False):
     """Each lesson graded three times: the first run, which starts the grader `make grade` keeps ready
     (autograder/self_server.py) and makes the lesson's template; the next run, graded by that grader (the
     row's value: what a self-learner waits for after each attempt); and a run in the command's own process
-    (GRADE_SERVER=off), as every run was before the grader was kept ready. The grader is stopped between
+    (GRADE_SERVER=off), as every run was before the grader was kept ready; then, the grader stopped, the
+    first run after `make lab`'s warm-up (`self --warm --keep-while PID`). The grader is stopped between
     lessons, so that each lesson's first run starts one."""
     import subprocess
     from nbtools import course_copy, lessons
@@ -278,14 +280,26 @@ def lessons_self(quick=False):
             subprocess.run(grade + ["--lesson", lesson[:2]], cwd=root, capture_output=True, text=True,
                            env={**env, **extra})
             return time.perf_counter() - start
+        def after_lab(lesson):
+            """The first run after `make lab`'s warm-up (a sleep stands for the lab), its zygote given 8 s."""
+            lab = subprocess.Popen(["sleep", "600"])
+            try:
+                subprocess.run(grade + ["--warm", "--keep-while", str(lab.pid)], cwd=root, capture_output=True, env=env)
+                time.sleep(8)
+                return timed(lesson)
+            finally:
+                lab.kill()
+                subprocess.run(grade + ["--stop"], cwd=root, capture_output=True, env=env)
         try:
             for lesson in chosen:
                 before = load()
                 first, warm, here = timed(lesson), timed(lesson), timed(lesson, GRADE_SERVER="off")
                 subprocess.run(grade + ["--stop"], cwd=root, capture_output=True, env=env)
+                lab = after_lab(lesson)
                 out.append({"group": group, "name": lesson, "value": warm, "unit": "s",
-                            "note": f"by the grader the first run started; the first run {first:.1f} s (it starts "
-                                    f"the grader and makes the lesson's template); in the command's own process "
+                            "note": f"by the grader the first run started; the first run after make lab's warm-up "
+                                    f"{lab:.1f} s; with no lab, the first run {first:.1f} s (it starts the grader "
+                                    f"and makes the lesson's template); in the command's own process "
                                     f"(GRADE_SERVER=off) {here:.1f} s; goal: 5 s on a quiet machine; {before}"})
         finally:
             subprocess.run(grade + ["--stop"], cwd=root, capture_output=True, env=env)
