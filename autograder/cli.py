@@ -178,10 +178,8 @@ def main(argv):
         if args.command == "autograde":
             return autograde(args)
         if args.command == "self":
-            if args.stop:
-                print("The grader was stopped." if self_server.stop(args.out) else "No grader was running.")
-                return 0
-            return grade_self(args)
+            code = self_server.handle(args)  # --stop, --warm, or a run the ready grader answers
+            return grade_self(args) if code is None else code
         if args.command == "serve-self":
             from . import self_server_process
             return self_server_process.serve(args.out, args.key, grade_self, sandbox_unavailable, sandbox_mode("auto"))

@@ -97,7 +97,12 @@ def add_arguments(p):
 def main(argv):
     """`python -m autograder self ...` through the grader: its exit code, or None to grade in this process."""
     import argparse
-    args = add_arguments(argparse.ArgumentParser(prog="python -m autograder self")).parse_args(argv)
+    return handle(add_arguments(argparse.ArgumentParser(prog="python -m autograder self")).parse_args(argv))
+
+
+def handle(args):
+    """`self`'s arguments (add_arguments): --stop, --warm, or a run through the grader. The exit code, or None
+    when the run is to be graded in this process (cli.grade_self)."""
     out = Path(args.out).resolve()
     if args.stop:
         print("The grader was stopped." if stop(out) else "No grader was running.")

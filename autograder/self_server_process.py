@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import pipeline, sandbox
 from .course import lessons as every_lesson
-from .jobs import scratch_in_memory
+from .jobs import _alive, scratch_in_memory
 from .self_server import SOCKET_NAME, idle_seconds, socket_path
 
 
@@ -123,7 +123,8 @@ def serve(out, digest, grade, unavailable, sandbox_mode):
                     conn.sendall(b'{"stale": true}\n')
                     break
                 if request.get("warm"):  # `make lab`: the set-up of every lesson, ready before the first run
-                    keep_while = request.get("keep_while") or keep_while
+                    pid = request.get("keep_while")
+                    keep_while = pid if isinstance(pid, int) and pid > 0 else keep_while
                     code = _warm_up(warm)
                 else:
                     code = _grade(request, warm, conn, grade, unavailable)
@@ -140,14 +141,6 @@ def serve(out, digest, grade, unavailable, sandbox_mode):
         warm.drop()
         lock.close()
     return 0
-
-
-def _alive(pid):
-    try:
-        os.kill(int(pid), 0)
-        return True
-    except (OSError, ValueError, TypeError):
-        return False
 
 
 def _warm_up(warm):

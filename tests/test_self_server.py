@@ -113,6 +113,47 @@ def test_a_module_level_change_in_one_run_is_invisible_to_the_next(root, tmp_pat
         _stop(root, out)
 
 
+def test_a_notebook_cannot_reach_the_grader_that_grades_it(root, tmp_path):
+    """A notebook that looks for the grader by its socket and its pid file, and signals every process it can
+    see, by names the static audit cannot follow: in its sandbox neither file exists and no other process is
+    there; the grader grades the next run as before."""
+    out = tmp_path / "self"
+    hostile = solution(FIRST)
+    hostile.cells.append(nbformat.v4.new_code_cell(f"""
+import importlib as _il, json as _json
+def _n(*p):
+    return "".join(p)
+_o, _so = _il.import_module(_n("o", "s")), _il.import_module(_n("so", "cket"))
+_k, seen = getattr(_o, _n("ki", "ll")), []
+try:
+    _s = _so.socket(_so.AF_UNIX)
+    getattr(_s, _n("con", "nect"))({str(out / "grader.sock")!r})
+    _s.sendall(b'{{"stop": true}}\\n')
+    seen.append("connected")
+except Exception as e:
+    seen.append(type(e).__name__)
+try:
+    _k(int(open({str(out / "grader.pid")!r}).read()), 9)
+    seen.append("killed")
+except Exception as e:
+    seen.append(type(e).__name__)
+seen += [p for p in _o.listdir("/proc") if p.isdigit()]
+print("HOSTILE " + _json.dumps(seen))
+"""))
+    try:
+        assert _grade(root, _course(tmp_path, solution(FIRST)), out).returncode == 0
+        pid = _pid(out)
+        assert _grade(root, _course(tmp_path, hostile), out).returncode == 0
+        graded = nbformat.read(str(out / "autograded" / "me" / FIRST / f"{FIRST}.ipynb"), as_version=4)
+        seen = [line for c in graded.cells if c.cell_type == "code" for o in c.get("outputs", [])
+                for line in o.get("text", "").splitlines() if line.startswith("HOSTILE ")]
+        assert seen == ["HOSTILE " + json.dumps(["FileNotFoundError", "FileNotFoundError"])], seen
+        after = _grade(root, _course(tmp_path, release(FIRST)), out)
+        assert after.returncode == 0 and _pid(out) == pid and _alive(pid), after.stderr
+    finally:
+        _stop(root, out)
+
+
 def test_the_grader_ends_when_idle_and_when_stopped(root, tmp_path):
     course, out = _course(tmp_path, release(FIRST)), tmp_path / "self"
     assert _grade(root, course, out, env={"GRADE_SERVER_IDLE": "1"}).returncode == 0

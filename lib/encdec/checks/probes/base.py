@@ -189,9 +189,11 @@ class Probe:
     def find(self, attempt, probes):
         raise NotImplementedError
 
-    def finding(self, attempt, detail_key, diagnosis, detail=""):
+    def finding(self, attempt, detail_key, diagnosis, detail="", weak=False):
+        """weak: the finding says what is off, not where (a fitted factor, the right array reduced): the
+        repair, which can quote the line, is tried first (judging.py)."""
         key = f"probe:{self.kind}" + (f":{detail_key}" if detail_key else "")
-        return Finding(attempt.exercise, key, diagnosis, detail)
+        return Finding(attempt.exercise, key, diagnosis, detail, weak=weak)
 
 
 class Variant(Probe):

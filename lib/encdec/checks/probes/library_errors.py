@@ -79,17 +79,13 @@ class CrossEntropyClassAxis(Probe):
             "tgt.reshape(-1), ...)`, or move the classes to dim 1 with `logits.transpose(1, 2)`."))
 
 
-_UNPACK = re.compile(r"too many values to unpack \(expected (\d+)")
-
-
 class ShapeUnpacked(Probe):
     """`m, d_k = Q.shape` on a batched Q (B, h, m, d_k): a shape unpacked as if the input had no batch axes."""
 
     kind = "unpack"
 
     def find(self, attempt, probes):
-        expected = _UNPACK.search(str(attempt.error)) if isinstance(attempt.error, ValueError) else None
-        for frame, line, node in failed_nodes(attempt, ValueError, "too many values to unpack") if expected else ():
+        for frame, line, node in failed_nodes(attempt, ValueError, "too many values to unpack"):
             if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple)
                     and isinstance(node.value, ast.Attribute) and node.value.attr in ("shape", "size")):
                 continue

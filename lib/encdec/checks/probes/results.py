@@ -5,7 +5,6 @@ Each reads only the answer's output and the reference's on the failing case, so 
 slip only when the numbers say so. Always on, first in the judging order (judging.py).
 """
 
-import dataclasses
 import itertools
 
 import numpy as np
@@ -157,9 +156,6 @@ class Reduced(Probe):
 
     kind = "result"
 
-    def weak_finding(self, attempt, key, diagnosis):
-        return dataclasses.replace(self.finding(attempt, key, diagnosis), weak=True)
-
     def find(self, attempt, probes):
         if attempt.error is not None:
             return None
@@ -173,11 +169,11 @@ class Reduced(Probe):
                     with np.errstate(all="ignore"):
                         value = reduce(e, axis=axis)
                     if _close(g.astype(value.dtype) if name != "argmax" else g, value, attempt.float32):
-                        return self.weak_finding(attempt, f"reduced:{name}", (
+                        return self.finding(attempt, f"reduced:{name}", (
                             f"{label} is the right array reduced over its axis {axis} (of size {e.shape[axis]}): "
                             f"at each place, {what} along that axis, shape {g.shape} where the answer is the array "
                             f"itself, {e.shape}. The `{name}` over that axis is a step the exercise does not take "
-                            "here: return the array before it (the docstring gives the shape)."))
+                            "here: return the array before it (the docstring gives the shape)."), weak=True)
         return None
 
 

@@ -1,7 +1,6 @@
 """Variant probes: the exercise computed with one part changed (a weight transposed, two parameters
 swapped, a part missing, another activation, another axis, a fitted scale, named variants)."""
 
-import dataclasses
 import itertools
 import math
 import re
@@ -238,19 +237,14 @@ class Scale(Variant):
         named = name_number(factor, getattr(attempt, "sizes", None))
         shown = f"{factor:.4g}" + (f" = {named}" if named else "")
         if label == f"{right_factor:g}":  # the right factor is a plain number (1: no scaling at all)
-            return self._weak(self.finding(attempt, "other", (
+            return self.finding(attempt, "other", (
                 f"{self.what} are {factor / right_factor:.4g} times the right ones" + (f" ({named})" if named else "")
                 + ": a factor the formula does not have, or a constant of it computed otherwise than written. Check "
                 "each power and quotient, and how Python groups them: `1 / d ** 1/2` is `(1 / d ** 1) / 2`, where "
-                "`d ** -0.5` is meant.")))
-        return self._weak(self.finding(attempt, "other", (
+                "`d ** -0.5` is meant."), weak=True)
+        return self.finding(attempt, "other", (
             f"{self.what} are multiplied by {shown} where {label} = {right_factor:.4g} is right "
-            f"({factor / right_factor:.4g} times the right factor). Scale them by {label} exactly once.")))
-
-    @staticmethod
-    def _weak(found):
-        """A fitted factor says what is off, not where: the repair, which can quote the line, comes first."""
-        return dataclasses.replace(found, weak=True) if found is not None else None
+            f"({factor / right_factor:.4g} times the right factor). Scale them by {label} exactly once."), weak=True)
 
     def _fit(self, attempt, probes):
         """The factor s whose model output is nearest the student's (constants.fit, on a log scale)."""

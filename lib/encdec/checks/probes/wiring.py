@@ -10,21 +10,8 @@ sublayer's input, and `[..., None]` after a reduction over `axis` where keepdims
 import ast
 import re
 
+from .moves import _arrays_before
 from .nodes import Edit, _text
-
-
-def _assigned_before(fdef, name, lineno):
-    """True when `name` is a parameter of the function or is assigned on a line before `lineno`."""
-    params = {a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs)}
-    if name in params:
-        return True
-    for node in ast.walk(fdef):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.For) else []
-        for target in targets:
-            if any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(target)) \
-                    and getattr(node, "lineno", lineno) < lineno:
-                return True
-    return False
 
 
 def _reads(node, name):
@@ -37,7 +24,7 @@ def _residual(i, node, fdef):
         return
     name, value = node.targets[0].id, node.value
     call = value.value if isinstance(value, ast.Subscript) else value  # block.ffn(h) or self.attn(h)[0]
-    if not isinstance(call, ast.Call) or not _assigned_before(fdef, name, node.lineno):
+    if not isinstance(call, ast.Call) or name not in _arrays_before(fdef, node.lineno):
         return
 
     def apply(n, tree):
@@ -104,7 +91,7 @@ def _normed_alone(node, fdef):
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
             and isinstance(node.value, ast.Call) and node.value.args and isinstance(node.value.args[0], ast.Name):
         name, inner = node.targets[0].id, node.value.args[0].id
-        if inner != name and _assigned_before(fdef, name, node.lineno):
+        if inner != name and name in _arrays_before(fdef, node.lineno):
             return name, inner
     return None
 
