@@ -240,3 +240,33 @@ def test_an_optimizer_made_with_other_settings_is_told_which():
         score = exercise.checker(make_optimizer, hidden=True)
     text = out.getvalue()
     assert score < exercise.points and "its groups have eps=1e-09 where 1e-08 is meant" in text, text
+
+
+def test_matrices_left_out_by_the_test_of_their_axes_are_told_why():
+    """p.ndim > 2: every matrix is 2-D, so the decayed group is empty; the message says so."""
+    def make_optimizer(model, lr, weight_decay, betas):
+        params = list(model.parameters())
+        return torch.optim.AdamW([{"params": [p for p in params if p.ndim > 2], "weight_decay": weight_decay},
+                                  {"params": [p for p in params if p.ndim <= 2], "weight_decay": 0.0}],
+                                 lr=lr, betas=betas)
+    exercise = next(e for e in L.EXERCISES if e.number == "10.3")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        score = exercise.checker(make_optimizer, hidden=True)
+    text = out.getvalue()
+    assert score < exercise.points and "is empty: every matrix here, the embedding included, has p.ndim == 2" in text, text
+
+
+def test_a_batch_tested_as_one_answer_is_named():
+    """.all() over the whole batch: each row alone is right, the batch gives 0 where a third match."""
+    def exact_match(model, src, tgt, bos_id, eos_id, max_len):
+        pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+        pad = model.config.pad_id
+        width = max(pred.shape[1], tgt.shape[1])
+        pred = torch.nn.functional.pad(pred, (0, width - pred.shape[1]), value=pad)
+        tgt = torch.nn.functional.pad(tgt, (0, width - tgt.shape[1]), value=pad)
+        return float((pred == tgt).all())
+    exercise = next(e for e in L.EXERCISES if e.number == "10.5")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        score = exercise.checker(exact_match, hidden=True)
+    text = out.getvalue()
+    assert score < exercise.points and "the batch as a whole counts as one answer, 1 only when every row matches" in text, text

@@ -218,11 +218,14 @@ def _sdpa(scale_of=lambda Q, K: 1 / np.sqrt(Q.shape[-1]), post=None, axis=-1, us
     (_sdpa(lambda Q, K: 0.25 / np.sqrt(Q.shape[-1])), "probe:scale:other", "where 1/sqrt(d_k)"),
     (_sdpa(axis=-2), "probe:axis:-2", "the softmax runs over the queries (axis=-2) instead of the keys"),
     (_sdpa(use_mask=False), "probe:missing:mask", "the mask is missing"),
-    (_sdpa(post=lambda w: w * 0.9), "probe:weights:rows_do_not_sum_to_one", "do not sum to 1"),
+    (_sdpa(post=lambda w: w * np.linspace(0.5, 1.0, w.shape[-1])), "probe:weights:rows_do_not_sum_to_one",
+     "do not sum to 1"),
+    (_sdpa(post=lambda w: w * 0.9), "probe:weights:rows_scaled", "sums to 0.9, not 1: a factor is applied"),
     (_sdpa(post=lambda w: w / w.sum(axis=-2, keepdims=True)), "probe:weights:wrong_axis", "each column"),
     (_sdpa(mask_of=lambda mask: np.maximum(mask, -5.0)), "probe:weights:masked_key_gets_weight",
      "keys that the mask hides get weight"),
-], ids=["scale-n", "scale-m", "scale-fitted", "axis", "missing-mask", "rows", "columns", "masked-keys"])
+], ids=["scale-n", "scale-m", "scale-fitted", "axis", "missing-mask", "rows", "rows-scaled", "columns",
+        "masked-keys"])
 def test_attention_slips_are_named_by_their_kind(answer, key, words, no_catalog):
     no_catalog("scaled_dot_product_attention")
     score, text, keys = check(lesson01.check_scaled_dot_product_attention, answer)
@@ -467,7 +470,7 @@ def _no_max_shift(Q, K, V, mask=None):
 
 @pytest.mark.parametrize("checker,answer,key", [
     (lesson02.check_multi_head_attention, _mha(after_softmax=lambda w: w / np.sqrt(w.shape[-1])),
-     "probe:weights:rows_do_not_sum_to_one"),
+     "probe:weights:rows_scaled"),
     (lesson02.check_multi_head_attention, _mha(axis=-3), "probe:axis:-3"),
     (lesson02.check_multi_head_attention, _mha(heads=lambda h: h[..., ::-1, :, :]), "probe:heads:merge_reversed"),
     (lesson05.check_decoder_block, DecoderBlockNorm1ForCross, "probe:instead:norm1_gamma:norm2_gamma"),

@@ -605,6 +605,8 @@ def bpe_cases():
                  ({("a", "a", "a"): 3, ("a", "a", "a", "a"): 2, ("b", "a", "a"): 1},)),
             Case("the pair twice in one word: ('h', 'a', 'h', 'a') -> ('ha', 'ha')",
                  ({("h", "a", "h", "a"): 4, ("h", "a", "t"): 1, ("t", "a"): 2},)),
+            Case("symbols that only contain the pair's: merging ('x', 'a') leaves ('x', 'ab') and ('zx', 'a') as they are",
+                 ({("x", "a"): 5, ("x", "ab"): 2, ("zx", "a"): 2},)),
             Case("five a's in a row: ('a', 'a', 'a', 'a', 'a') -> ('aa', 'aa', 'a')",
                  ({("a", "a", "a", "a", "a"): 2, ("b", "a"): 1},), hidden=True),
             Case("German number words after 6 merges", (_after_merges(_german(range(20, 100)), 6),), hidden=True),
@@ -703,6 +705,12 @@ def _say_corpus(got, expected, case):
     if g_corpus != e_corpus:
         missing = [w for w in e_corpus if w not in g_corpus]
         extra = [w for w in g_corpus if w not in e_corpus]
+        if _replaced_in_text(case.args[0], e_pair) == g_corpus:
+            return (f"your corpus is what a text replace of '{' '.join(e_pair)}' by '{''.join(e_pair)}' makes: it also "
+                    "joins where the left symbol only ends with "
+                    f"'{e_pair[0]}' or the right one only starts with '{e_pair[1]}' (('x', 'ab') becomes ('xab',) when "
+                    "('x', 'a') is merged). Compare whole symbols: walk each word's tuple, and merge where "
+                    "word[i] == left and word[i + 1] == right")
         if missing:
             text = f"after merging {e_pair} the new corpus should hold {missing[0]} (count {e_corpus[missing[0]]})"
             return text + (f"; yours holds {extra[0]} (count {g_corpus[extra[0]]})" if extra else "; yours does not")
@@ -713,6 +721,16 @@ def _say_corpus(got, expected, case):
     if not untouched:
         return "your function changed `words`, the corpus it was given: build a new dict and leave the old one as it is"
     return ""
+
+
+def _replaced_in_text(words, pair):
+    """The corpus a merge by text replacement makes (symbols joined by spaces, the pair's text replaced)."""
+    left, right = pair
+    merged = {}
+    for word, count in words.items():
+        key = tuple(" ".join(word).replace(f"{left} {right}", left + right).split(" "))
+        merged[key] = merged.get(key, 0) + count
+    return merged
 
 
 def _say_merges(got, expected, case):

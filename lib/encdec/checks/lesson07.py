@@ -19,7 +19,7 @@ from .core import Case, Checker, rebind
 from .exercises import Exercise
 from .fixtures import generator, padded_tokens
 from .ordering import Ordering, Step
-from .probes import Axis, Combos, EachOutput, FailedProduct, Probes, Scale, combos
+from .probes import Axis, Combos, EachOutput, FailedProduct, Probes, Scale, Variants, combos
 
 # the module, not encdec.backward (the package exports training.backward under that name)
 backward = importlib.import_module("..backward", __package__)
@@ -241,11 +241,33 @@ def _reference_gradient(problem, h):
 
 
 def _gradient_model(k, problem, h=None):
-    """The central differences times a factor (knob factor; 1 is right)."""
+    """The central differences times a factor (knob factor; 1 is right); knob per="row": each slice x[i] of
+    the first axis nudged as a whole, its one difference quotient written to every entry of grad[i]."""
+    if k.get("per") == "row":
+        return k.get("factor", 1.0) * _row_quotients(problem, 1e-5 if h is None else h)
     return k.get("factor", 1.0) * _reference_gradient(problem, h)
 
 
-NUMERICAL_GRADIENT_PROBES = Probes(_gradient_model, Scale(
+def _row_quotients(problem, h):
+    f, x = problem.make()
+    grad = np.zeros_like(x)
+    for i in range(len(x)):
+        old = x[i].copy()
+        x[i] = old + h
+        plus = f()
+        x[i] = old - h
+        minus = f()
+        x[i] = old
+        grad[i] = (plus - minus) / (2 * h)
+    return grad
+
+
+NUMERICAL_GRADIENT_PROBES = Probes(_gradient_model, Variants("loop", [
+    ("first_axis", {"per": "row"},
+     "your loop runs over the first axis only (range(len(x)) or range(x.shape[0])): when x has two or more "
+     "axes, x[i] is a whole slice, so every entry of it is nudged at once and the slice gets one number, the "
+     "derivative along all of them together, not one partial derivative per entry. Visit every entry: "
+     "for idx in np.ndindex(x.shape), with x[idx].")]), Scale(
     lambda problem, h=None: [("1", 1.0, None),
                              ("2", 2.0, "your differences are twice the gradient: (f(x + h) - f(x - h)) is divided by "
                                         "h, but the two points are 2h apart. Divide by 2 h."),

@@ -107,8 +107,22 @@ def _observe_rows(fn, index, hidden):
                 said.append(f"row {r} ({what[r]}) alone gives {rows[r]}, not {right_rows[r]:g}")
         return summary, "evaluated one row at a time: " + "; ".join(said), outcome
     if abs(whole - right) > 1e-6:  # a float32 mean is exact to about 1e-7
-        return summary, f"the whole batch gives {whole:.6g}, expected {right:.6g} (the fraction of rows that match)", outcome
+        return summary, (f"the whole batch gives {whole:.6g}, expected {right:.6g} (the fraction of rows that match)"
+                         + _one_answer(whole, right_rows)), outcome
     return ("ok",), "", outcome
+
+
+def _one_answer(whole, right_rows):
+    """Why the batch gives 0 or 1 where each row alone is right: one test over the whole batch."""
+    every, some = float(all(r == 1.0 for r in right_rows)), float(any(r == 1.0 for r in right_rows))
+    if whole == every != some:
+        return (": each row alone is counted right, and the batch as a whole counts as one answer, 1 only when "
+                "every row matches. A test of every token of the batch at once (.all() with no dim) does that; "
+                "test each row's tokens (.all(dim=1)), then take the mean over the rows")
+    if whole == some != every:
+        return (": each row alone is counted right, and the batch gives 1 when any row matches (.any() over the "
+                "batch); test each row's tokens (.all(dim=1)), then take the mean over the rows")
+    return ""
 
 
 def _observe_modes(fn, hidden, what="after"):

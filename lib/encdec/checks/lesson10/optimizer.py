@@ -92,8 +92,26 @@ def _observe_decay(fn, seed, sizes, lr=0.01, weight_decay=0.1):
         return summary, (f"gains or biases are decayed: {', '.join(wrongly[:4])}" + (" ..." if len(wrongly) > 4 else "")
                          + " (with a zero gradient they shrank by the factor 1 - lr * weight_decay)"), outcome
     if skipped:
-        return summary, f"these matrices are not decayed: {', '.join(skipped[:4])}" + (" ..." if len(skipped) > 4 else ""), outcome
+        return summary, f"these matrices are not decayed: {', '.join(skipped[:4])}" + (" ..." if len(skipped) > 4 else "") \
+            + _why_kept(opt, skipped, matrices, weight_decay), outcome
     return ("ok",), "", outcome
+
+
+def _why_kept(opt, skipped, matrices, weight_decay):
+    """Why no matrix is decayed, read from the optimizer's groups: the decayed group holds none of them (a test
+    that leaves out ndim == 2), or no group has the weight decay."""
+    if set(skipped) != matrices:
+        return ""
+    groups = getattr(opt, "param_groups", [])
+    decaying = [g for g in groups if g.get("weight_decay") == weight_decay]
+    if not decaying:
+        return (f"; no parameter group has weight_decay={weight_decay:g}: give it to the group of matrices "
+                "(torch.optim.AdamW's own default is 0.01, not the argument)")
+    if all(len(g.get("params", ())) == 0 for g in decaying):
+        return (f"; the group with weight_decay={weight_decay:g} is empty: every matrix here, the embedding "
+                "included, has p.ndim == 2, and the test that picks the group's parameters leaves that out "
+                "(p.ndim > 2, where p.ndim >= 2 is meant)")
+    return ""
 
 
 def _grads(seed, params):

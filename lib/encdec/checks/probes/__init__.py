@@ -54,8 +54,9 @@ in another order, the right numbers in another shape, an integer array where the
 The package, one module a kind: base (Finding, Knobs, Probes, Probe, Variant, Property, the audit),
 variants, properties (attention's rules), behaviour (calls, invariants, decoded rows), combos (named
 choices for gradients, training and decoding), constants (fitted numbers), results (what the returned
-value alone says), unread (a parameter never read), masking (a mask applied after the softmax), repair with wiring, edits, moves and arithmetic, failed_lines, shapes (shape errors, and a wrong output shape explained) with views (the arrays a failing
-line's expressions hold), tracer and divergence (the first line that goes wrong), and judging.py, the one
+value alone says), unread (a parameter never read), masking (a mask applied after the softmax), repair with wiring, everywhere (one
+edit at every place at once), edits, moves and arithmetic, failed_lines, shapes (shape errors, and a wrong output
+shape explained) with views (the arrays a failing line's expressions hold) and shape_causes (what caused one), tracer and divergence (the first line that goes wrong), and judging.py, the one
 place that says in which order the causes of a failure are looked for.
 
 Proof that nothing misfires: inside `audit()` every checker runs its probes on every case it passes

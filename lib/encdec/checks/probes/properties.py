@@ -5,6 +5,7 @@
 import numpy as np
 
 from .base import Property, _arrays, _at, _pick, _tol, argument
+from .constants import name_number
 
 
 # -- property probes ---------------------------------------------------------------------------------------
@@ -46,9 +47,26 @@ class RowsSumToOne(Property):
                     f"the whole matrix of {self.what} sums to 1, not each row: the sum ran over every "
                     f"axis at once. Each row must be a distribution over {self.over}: sum along "
                     f"axis={axis} with keepdims=True."), detail)
+        factor = _one_factor(sums, ok, rtol)
+        if factor is not None:
+            named = name_number(factor, attempt.sizes)
+            return self.finding(attempt, "rows_scaled", (
+                f"every row of the {self.what} sums to {factor:.4g}" + (f" = {named}" if named else "") + ", not 1: "
+                "a factor is applied to the weights after the softmax. Each row must be a distribution over "
+                f"{self.over}; a factor the formula has belongs on the scores, before the softmax."), detail,
+                weak=True)
         return self.finding(attempt, "rows_do_not_sum_to_one", (
             f"the rows of the {self.what} do not sum to 1: each must be a distribution over {self.over}. "
             "Normalise with a softmax along that axis, and change nothing in the weights after it."), detail)
+
+
+def _one_factor(sums, ok, rtol):
+    """The one sum every row that is not all zero has, when it is not 1 (a factor applied after the softmax)."""
+    rows = sums[(sums != 0.0) & np.isfinite(sums)]
+    if rows.size < 2 or np.all(ok):
+        return None
+    factor = float(rows.flat[0])
+    return factor if factor > 0 and np.allclose(rows, factor, rtol=max(rtol, 1e-6), atol=0) else None
 
 
 class MaskedKeysZero(Property):

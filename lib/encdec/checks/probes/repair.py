@@ -4,8 +4,9 @@ When a case fails and neither the catalog nor the exercise's probes name the cau
 (or method) is read from its source, and copies of it are made with one edit each (edits.py: `/` for `//`,
 another axis, keepdims, len() of a batch, a sign, a number off by one, ...; moves.py: two arguments or two
 statements exchanged, a step out of a loop or left out, another variable read; wiring.py: a residual left
-out, a call around each pass's value that belongs after the loop; arithmetic.py: parentheses,
-a double for a square, a product for a sum). Each copy runs on the
+out, a call around each pass's value that belongs after the loop; everywhere.py: one of edits.py's at every
+place at once, the model's eps passed to each norm; arithmetic.py: parentheses, a double for a square, a
+product for a sum). Each copy runs on the
 failing case and, when it is right there, on every other case of the part. The first copy right on all of
 them names the slip exactly: the line, what to change, and why that change is the usual slip. Nothing is
 found when no single edit is enough (two slips, or one no edit describes): the error probes and the tracer
@@ -30,6 +31,7 @@ import types
 from .base import Finding, Probe, quiet
 from .arithmetic import ARITHMETIC_KINDS
 from .edits import EXPRESSION_KINDS
+from .everywhere import EVERYWHERE_KINDS
 from .moves import STATEMENT_KINDS, axis_argument
 from .tracer import student_code
 from .wiring import WIRING_KINDS
@@ -98,7 +100,8 @@ def _compiled(module, fn):
 
 def _edits(fdef):
     nodes = list(ast.walk(fdef))
-    for kind in [axis_argument, *WIRING_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]:
+    kinds = [axis_argument, *WIRING_KINDS, *EVERYWHERE_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
+    for kind in kinds:
         for i, node in enumerate(nodes):
             for edit in kind(i, node, fdef):
                 edit.lineno = edit.lineno or getattr(node, "lineno", 0)

@@ -8,6 +8,7 @@ import traceback
 import numpy as np
 
 from .base import Finding, Probe
+from .shape_causes import cause
 from .shape_reasons import size_named
 from .views import view
 
@@ -126,8 +127,11 @@ class ShapeError(Probe):
                             f"{sa[-1]}, and {right} has shape {sb}, which needs the {sb[-2]} features in one axis. "
                             f"Merge the heads first (merge_heads: (..., h, positions, d_k) to (..., positions, "
                             f"h * d_k)), then multiply by {right}."))
-                    return self.finding(attempt, "matmul" if op == "@" else "broadcast", (
-                        f"`{left} {op} {right}` fails: {left} has shape {sa} and {right} has shape {sb}; {why}. "
+                    said = f"`{left} {op} {right}` fails: {left} has shape {sa} and {right} has shape {sb}; {why}. "
+                    found = cause(frame, [node.left, node.right], self.resolve, attempt.sizes)
+                    if found is not None:
+                        return self.finding(attempt, found[0], said + found[1])
+                    return self.finding(attempt, "matmul" if op == "@" else "broadcast", said + (
                         "Print the shapes before that line and compare them with the shapes the docstring gives."))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in self.reshapes:
                 a = self.resolve(node.func.value, frame)
@@ -150,6 +154,9 @@ class ShapeError(Probe):
         split = heads_split_apart(named)
         if split:
             return self.finding(attempt, "heads_split", f"a shape error in `{snippet}`, where {shapes}: {split}")
+        found = cause(frame, list(ast.walk(tree)), self.resolve, attempt.sizes)
+        if found is not None:
+            return self.finding(attempt, found[0], f"a shape error in `{snippet}`, where {shapes}: {found[1]}")
         return self.finding(attempt, "shapes", (
             f"a shape error in `{snippet}`, where {shapes}. Compare these shapes with what the operation needs "
             "(the docstring gives the shape of every input and output)."))

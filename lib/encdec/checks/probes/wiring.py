@@ -4,14 +4,16 @@ around each pass's new value that the formula takes once, after the loop (a fina
 block's output), and an axis of size 1 inserted where the array already has it. Same contract as edits.py:
 each kind yields Edit(index, kind, apply, said, why). Also: the residual left out inside a post-norm's
 norm, another attribute named alike (norm2_gamma for norm3_gamma, W_k for W_v), a norm around every
-sublayer's input, and `[..., None]` after a reduction over `axis` where keepdims keeps the axis in place.
+sublayer's input, `[..., None]` after a reduction over `axis` where keepdims keeps the axis in place, a
+sublayer reading the stream before an earlier sublayer's output is added, and a factor applied after a call
+(a softmax) where it belongs on the call's input.
 """
 
 import ast
 import re
 
 from .moves import _arrays_before
-from .nodes import Edit, _text
+from .nodes import Edit, _parent, _replace_child, _text
 
 
 def _reads(node, name):
@@ -33,6 +35,70 @@ def _residual(i, node, fdef):
     yield Edit(i, "residual", apply, f"`{name} = {name} + {_text(value)}`",
                f"the sublayer's output replaces `{name}`; the residual connection adds it to `{name}`, the stream "
                "that every sublayer reads and adds to.")
+
+
+def _assigned_from_calls(fdef, lineno):
+    """The names assigned from a call's result (a sublayer's output) on lines before `lineno`."""
+    found = []
+    for stmt in ast.walk(fdef):
+        if isinstance(stmt, ast.Assign) and stmt.lineno < lineno and len(stmt.targets) == 1:
+            value = stmt.value.value if isinstance(stmt.value, ast.Subscript) else stmt.value
+            target = stmt.targets[0]
+            target = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
+            if isinstance(value, ast.Call) and isinstance(target, ast.Name) and target.id != "_":
+                found.append(target.id)
+    return found
+
+
+def _stream_not_updated(i, node, fdef):
+    """`ffn(rms_norm(x, g))` where the formula has `ffn(rms_norm(x + attn_out, g))`: a sublayer reads the stream
+    as it was before an earlier sublayer's output was added (sublayers side by side, not one after another)."""
+    calls = [c for c in ast.walk(fdef) if isinstance(c, ast.Call) and c.args and c.args[0] is node]
+    if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and calls
+            and node.id in _arrays_before(fdef, node.lineno)):
+        return
+    for added in _assigned_from_calls(fdef, node.lineno):
+        if added == node.id:
+            continue
+
+        def apply(n, tree, added=added):
+            parent = next(c for c in ast.walk(tree) if isinstance(c, ast.Call) and c.args and c.args[0] is n)
+            parent.args[0] = ast.BinOp(ast.Name(n.id, ast.Load()), ast.Add(), ast.Name(added, ast.Load()))
+            return True
+        func = _text(calls[0].func)
+        yield Edit(i, "stream", apply, f"`{func}({node.id} + {added}, ...)` in place of `{_text(calls[0])}`",
+                   f"`{func}` reads `{node.id}` as it was before `{added}` was added to it: each sublayer reads the "
+                   f"stream as the sublayers before it left it, here `{node.id} + {added}`.")
+
+
+_FACTORS = {ast.Div: "/", ast.Mult: "*"}
+
+
+def _factor_outside_call(i, node, fdef):
+    """`softmax(s, axis=-1) / np.sqrt(d_k)` where the formula has `softmax(s / np.sqrt(d_k), axis=-1)`: a
+    factor applied to what a call returns, where it belongs on what the call takes."""
+    if not (isinstance(node, ast.BinOp) and type(node.op) in _FACTORS):
+        return
+    sides = [(node.left, node.right)] + ([(node.right, node.left)] if isinstance(node.op, ast.Mult) else [])
+    for call, factor in sides:
+        if not (isinstance(call, ast.Call) and call.args) or any(n is call for n in ast.walk(factor)):
+            continue
+        op = _FACTORS[type(node.op)]
+
+        def apply(n, tree, left=call is node.left):
+            inner = n.left if left else n.right
+            factor_node = n.right if left else n.left
+            moved = ast.BinOp(inner.args[0], n.op, factor_node) if left or isinstance(n.op, ast.Div) \
+                else ast.BinOp(factor_node, n.op, inner.args[0])
+            inner.args[0] = moved
+            parent = _parent(tree, n)
+            return parent is not None and _replace_child(parent, n, inner)
+        func = _text(call.func)
+        yield Edit(i, "factor", apply, f"`{func}({_text(call.args[0])} {op} {_text(factor)}, ...)` in place of "
+                   f"`{_text(node)}`",
+                   f"`{op} {_text(factor)}` is applied to what `{func}` returns; the formula applies it to what "
+                   f"`{func}` takes, before it (a softmax's rows sum to 1, and a factor after it makes them sum to "
+                   "that factor).")
 
 
 def _outer_call_after_loop(i, node, fdef):
@@ -215,5 +281,5 @@ def _put_back_at_end(node):
     return at_end and axis is not None and not (isinstance(axis, ast.UnaryOp) and _text(axis) == "-1")
 
 
-WIRING_KINDS = [_residual, _residual_inside, _outer_call_after_loop, _extra_new_axis, _sibling_attribute,
+WIRING_KINDS = [_residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _extra_new_axis, _sibling_attribute,
                 _unwrap_each_argument, _reduction_axis_at_the_end]

@@ -1,0 +1,104 @@
+"""One slip made at every place it could be, mended as one change: the repair (repair.py) tries each edit of
+edits.py at one place; a student who writes np.dot for @, or .T on a batched array, or a reduction without
+keepdims, usually writes it at each place, and no single edit mends that. Here: np.matmul for every
+np.dot, swapaxes(-1, -2) for every .T, keepdims=True on every reduction over an axis, and the model's eps
+passed to every norm that was left with its default. Same contract as edits.py: each kind yields
+Edit(index, kind, apply, said, why); each applies to the whole function (index 0) and needs two places or
+more (one place is edits.py's), except the eps, which reads a constant the code never passes.
+"""
+
+import ast
+
+from .edits import _dot, _keepdims, _transpose
+from .nodes import _REDUCTIONS, Edit, _axis_slots, _callee, _text
+
+
+def _sites(fdef, kind, select=lambda node: True):
+    """[(index, node)] of the nodes where `kind` makes an edit (and `select` agrees), in ast.walk order."""
+    found = [(j, n) for j, n in enumerate(ast.walk(fdef)) if select(n) and any(True for _ in kind(j, n, fdef))]
+    return sorted(found, key=lambda site: (site[1].lineno, site[1].col_offset))
+
+
+def _every(kind, said, why, select=lambda node: True, which=0):
+    """A kind of edits.py applied at each of its places at once (its `which`-th edit at each)."""
+    def every(i, node, fdef):
+        if node is not fdef:
+            return
+        sites = _sites(fdef, kind, select)
+        if len(sites) < 2:
+            return
+        places = ", ".join(f"`{_text(n)}`" for _, n in sites[:3]) + (", ..." if len(sites) > 3 else "")
+
+        def apply(n, tree):
+            nodes = list(ast.walk(tree))
+            for j, _ in sites:
+                edits = list(kind(j, nodes[j], tree))
+                if len(edits) <= which or not edits[which].apply(nodes[j], tree):
+                    return False
+            return True
+        yield Edit(i, kind.__name__.strip("_"), apply, f"{said} ({places})", why, sites[0][1].lineno)
+    return every
+
+
+def _over_an_axis(node):
+    return isinstance(node, ast.Call) and _callee(node) in _REDUCTIONS and bool(_axis_slots(node))
+
+
+_NORMS = ("rms_norm", "layer_norm", "rmsnorm", "layernorm", "_rms")
+
+
+def _norm_without_eps(node):
+    """`rms_norm(x, owner.gamma)` with no eps given: (the call, the owner's text), else None."""
+    if not (isinstance(node, ast.Call) and _callee(node) in _NORMS and len(node.args) == 2
+            and not any(k.arg == "eps" for k in node.keywords)):
+        return None
+    gamma = node.args[1] if len(node.args) > 1 else None
+    if not isinstance(gamma, ast.Attribute):
+        return None
+    return node, _text(gamma.value)
+
+
+def _eps_of(owner):
+    """Where the model's constant is: `model.config.eps` for the model, `block.eps` for a block."""
+    return f"{owner}.config.eps" if owner.split(".")[-1].endswith("model") else f"{owner}.eps"
+
+
+def _model_eps(i, node, fdef):
+    """Every norm called without eps, given the eps of the object its gain belongs to."""
+    if node is not fdef:
+        return
+    calls = sorted((found for n in ast.walk(fdef) if (found := _norm_without_eps(n)) is not None),
+                   key=lambda found: (found[0].lineno, found[0].col_offset))
+    if not calls:
+        return
+
+    def apply(n, tree):
+        for call in ast.walk(n):
+            found = _norm_without_eps(call)
+            if found is not None:
+                call.keywords = [*call.keywords, ast.keyword("eps", ast.parse(_eps_of(found[1]), mode="eval").body)]
+        return True
+    first, owner = calls[0]
+    sources = list(dict.fromkeys(f"`eps={_eps_of(owner)}`" for _, owner in calls))
+    every = "each norm" if len(calls) > 1 else "the norm"
+    yield Edit(i, "eps", apply, f"{' or '.join(sources)} passed to {every} (`{_text(first)}`"
+               + (", ..." if len(calls) > 1 else "") + ")",
+               f"{_text(first.func)} called without eps uses its own default (1e-6); the model's RMSNorms use the "
+               "model's constant, [CONFIG] eps, which the call must pass.", first.lineno)
+
+
+EVERYWHERE_KINDS = [
+    _every(_dot, "`np.matmul` (@) in place of every `np.dot`",
+           "np.dot of arrays with more than two axes is not a batched product: it pairs every batch with every "
+           "other. @ (np.matmul) multiplies batch by batch."),
+    _every(_transpose, "`.swapaxes(-1, -2)` in place of every `.T`",
+           ".T reverses every axis; with a batch in front only the last two should swap (np.swapaxes(x, -1, -2), "
+           "or x.mT in torch)."),
+    _every(_keepdims, "keepdims=True added to every reduction over an axis",
+           "a reduction drops the axis it runs over; keepdims=True keeps it with size 1, so that the result lines "
+           "up (broadcasts) with the array it came from.", _over_an_axis),
+    _every(_keepdims, "keepdim=True added to every reduction over a dim",
+           "a reduction drops the dim it runs over; keepdim=True keeps it with size 1, so that the result lines "
+           "up (broadcasts) with the tensor it came from.", _over_an_axis, which=1),
+    _model_eps,
+]

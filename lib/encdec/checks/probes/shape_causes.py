@@ -1,0 +1,96 @@
+"""What usually causes a shape error, read from the student's failing line and function (shapes.py asks, after
+an operation fails): a `.T` of an array with a batch axis (it reverses every axis), a reduction over an axis
+without keepdims (the reduced axis is gone, so the result lines up against another), and an array walked
+along its first axis (`list(heads)`, `for h in heads`, `zip(*heads)`) where that axis is the batch. Each says
+(detail, words) in the student's names and shapes; None where none of them is the cause. Nothing of the
+student's is run: the arrays are read from the failing frame.
+"""
+
+import ast
+import inspect
+import textwrap
+
+from .nodes import _REDUCTIONS, _axis_slots, _callee, _const_int, _reduced, _text
+
+
+def cause(frame, nodes, resolve, sizes):
+    """(detail, words) for the first operand in `nodes` that explains a shape error, else the first array of
+    the function walked along a batch axis; None when nothing here explains it."""
+    for node in nodes:
+        found = _transposed_batch(node, frame, resolve) or _reduced_without_keepdims(node, frame, resolve)
+        if found is not None:
+            return found
+    return _iterated_batch(frame, resolve, sizes)
+
+
+def _transposed_batch(node, frame, resolve):
+    if not (isinstance(node, ast.Attribute) and node.attr == "T"):
+        return None
+    base = resolve(node.value, frame)
+    if base is None or base.ndim < 3:
+        return None
+    name, shape = _text(node.value), tuple(int(s) for s in base.shape)
+    return "transposed_batch", (
+        f"`{name}.T` reverses every axis of `{name}` {shape}, giving {shape[::-1]}: with a batch axis in front, the "
+        f"batch moves to the end. Swap only the last two axes: np.swapaxes({name}, -1, -2) ({name}.mT in torch).")
+
+
+def _reduced_without_keepdims(node, frame, resolve):
+    if not (isinstance(node, ast.Call) and _callee(node) in _REDUCTIONS and _axis_slots(node)) \
+            or any(k.arg in ("keepdims", "keepdim") for k in node.keywords):
+        return None
+    array = _reduced(node)
+    base = resolve(array, frame) if array is not None else None
+    if base is None or base.ndim < 2:
+        return None
+    slot = _axis_slots(node)[0]
+    value = slot.value if isinstance(slot, ast.keyword) else node.args[slot]
+    axis = _const_int(value)
+    if axis is None and isinstance(value, ast.Name) and type(frame.f_locals.get(value.id)) is int:
+        axis = frame.f_locals[value.id]
+    if axis is None or not -base.ndim <= axis < base.ndim:
+        return None
+    shape = tuple(int(s) for s in base.shape)
+    left = shape[:axis % base.ndim] + shape[axis % base.ndim + 1:]
+    word = "keepdim" if "dim" in [k.arg for k in node.keywords] else "keepdims"
+    return "keepdims", (
+        f"`{_text(node)}` drops the axis it reduces: `{_text(array)}` {shape} gives {left}, which lines up "
+        f"(from the right) against other axes of the arrays it meets. {word}=True keeps the reduced axis with size "
+        "1, so the result broadcasts along it.")
+
+
+def _iterated_batch(frame, resolve, sizes):
+    """An array of the function walked along its first axis where that axis is the case's batch."""
+    batch = {v for k, v in (sizes or {}).items() if k.startswith("B")}
+    tree = _function_tree(frame)
+    if tree is None or not batch:
+        return None
+    for node in ast.walk(tree):
+        walked = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "zip") \
+                and node.args:
+            walked = node.args[0]
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            walked = node.iter
+        elif isinstance(node, ast.Starred):
+            walked = node.value
+        if not isinstance(walked, (ast.Name, ast.Attribute)):
+            continue
+        array = resolve(walked, frame)
+        if array is None or array.ndim < 3 or int(array.shape[0]) not in batch:
+            continue
+        name, shape = _text(walked), tuple(int(s) for s in array.shape)
+        return "walks_batch", (
+            f"`{_text(node if not isinstance(node, (ast.For, ast.comprehension)) else walked)}` walks `{name}` "
+            f"{shape} along its first axis, which is the batch here (size {shape[0]}), not the axis meant: iterating "
+            "an array always takes axis 0, whatever leading axes come. Take the axis you mean from the end "
+            f"(np.moveaxis({name}, -3, 0), or index {name}[..., k, :, :]), or reshape instead of looping.")
+    return None
+
+
+def _function_tree(frame):
+    try:
+        lines, start = inspect.getsourcelines(frame.f_code)
+        return ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
