@@ -126,6 +126,21 @@ def slip_default_eps(model, x):
     return rms_norm(x, model.final_g)
 
 
+def ref_cache(keys, values):
+    return np.vstack(keys) + 2 * np.vstack(values)
+
+
+def slip_cache_joined_on_features(keys, values):
+    K = np.concatenate(keys, axis=-1)
+    V = np.concatenate(values, axis=-1)
+    return K + 2 * V
+
+
+CACHES = [Case("two steps of (1, 3)", ([r.normal(size=(1, 3)), r.normal(size=(1, 3))],
+                                       [r.normal(size=(1, 3)), r.normal(size=(1, 3))])),
+          Case("three steps of (2, 4)", ([r.normal(size=(2, 4)) for _ in range(3)], [r.normal(size=(2, 4)) for _ in range(3)]))]
+
+
 STACKS = [Case("eps 0.5", (_Model(4, 0.5), r.normal(size=(3, 4)))),
           Case("eps 2, a batch", (_Model(4, 2.0), r.normal(size=(2, 3, 4))))]
 
@@ -135,7 +150,8 @@ STACKS = [Case("eps 0.5", (_Model(4, 0.5), r.normal(size=(3, 4)))),
     (slip_T_twice, ref_attention, QKV, "transpose", "`.swapaxes(-1, -2)` in place of every `.T`"),
     (slip_softmax_no_keepdims, ref_softmax, ROWS, "keepdims", "keepdims=True added to every reduction over an axis"),
     (slip_default_eps, ref_stack, STACKS, "eps", "`eps=block.eps` or `eps=model.config.eps` passed to each norm"),
-], ids=["dot", "transpose", "keepdims", "eps"])
+    (slip_cache_joined_on_features, ref_cache, CACHES, "axis", "axis=-2 in place of axis=-1 in every `concatenate`"),
+], ids=["dot", "transpose", "keepdims", "eps", "axis"])
 def test_one_slip_at_every_place_is_mended_as_one_change(slip, reference, cases, kind, words):
     found = repair(attempt_for(slip, reference, cases), seconds=10)
     assert found is not None and found.key == f"repair:{kind}", found

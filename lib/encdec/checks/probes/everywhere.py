@@ -1,8 +1,8 @@
 """One slip made at every place it could be, mended as one change: the repair (repair.py) tries each edit of
 edits.py at one place; a student who writes np.dot for @, or .T on a batched array, or a reduction without
 keepdims, usually writes it at each place, and no single edit mends that. Here: np.matmul for every
-np.dot, swapaxes(-1, -2) for every .T, keepdims=True on every reduction over an axis, and the model's eps
-passed to every norm that was left with its default. Same contract as edits.py: each kind yields
+np.dot, swapaxes(-1, -2) for every .T, keepdims=True on every reduction over an axis, the model's eps
+passed to every norm that was left with its default, and one axis written wrong in each call of a kind. Same contract as edits.py: each kind yields
 Edit(index, kind, apply, said, why); each applies to the whole function (index 0) and needs two places or
 more (one place is edits.py's), except the eps, which reads a constant the code never passes.
 """
@@ -10,7 +10,7 @@ more (one place is edits.py's), except the eps, which reads a constant the code 
 import ast
 
 from .edits import _dot, _keepdims, _transpose
-from .nodes import _REDUCTIONS, Edit, _axis_slots, _callee, _text
+from .nodes import _REDUCTIONS, Edit, _axis_slots, _callee, _const_int, _int_node, _text
 
 
 def _sites(fdef, kind, select=lambda node: True):
@@ -87,6 +87,47 @@ def _model_eps(i, node, fdef):
                "model's constant, [CONFIG] eps, which the call must pass.", first.lineno)
 
 
+def _axis_sites(fdef):
+    """{(callee, the axis written): [(call, slot)]} of the calls that write an axis as a number."""
+    groups = {}
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Call):
+            for slot in _axis_slots(node)[:1]:
+                value = slot.value if isinstance(slot, ast.keyword) else node.args[slot]
+                old = _const_int(value)
+                if old is not None:
+                    groups.setdefault((_callee(node), old), []).append((node, slot))
+    return groups
+
+
+def _every_axis(i, node, fdef):
+    """The same axis written wrong in each call of one kind (`torch.cat(..., dim=-1)` for the keys and the
+    values both): another axis in all of them, as one change."""
+    if node is not fdef:
+        return
+    for (callee, old), sites in _axis_sites(fdef).items():
+        if len(sites) < 2:
+            continue
+        word = sites[0][1].arg if isinstance(sites[0][1], ast.keyword) else "axis"
+        for new in (-2, -1, -3, 0, 1):
+            if new == old:
+                continue
+
+            def apply(n, tree, callee=callee, old=old, new=new):
+                for call, slot in _axis_sites(n).get((callee, old), []):
+                    if isinstance(slot, ast.keyword):
+                        slot.value = _int_node(new)
+                    else:
+                        call.args[slot] = _int_node(new)
+                return True
+            first = min(sites, key=lambda site: (site[0].lineno, site[0].col_offset))[0]
+            yield Edit(i, "axis", apply, f"{word}={new} in place of {word}={old} in every `{callee}` "
+                       f"(`{_text(first)}`, ...)",
+                       f"{word}={old} is another axis than the formula's, at each of these calls." + (
+                           " Counting axes from the end (-1 is the last) keeps them right whatever leading batch "
+                           "axes come first." if old >= 0 > new else ""), first.lineno)
+
+
 EVERYWHERE_KINDS = [
     _every(_dot, "`np.matmul` (@) in place of every `np.dot`",
            "np.dot of arrays with more than two axes is not a batched product: it pairs every batch with every "
@@ -101,4 +142,5 @@ EVERYWHERE_KINDS = [
            "a reduction drops the dim it runs over; keepdim=True keeps it with size 1, so that the result lines "
            "up (broadcasts) with the tensor it came from.", _over_an_axis, which=1),
     _model_eps,
+    _every_axis,
 ]

@@ -45,7 +45,8 @@ def _assigned_from_calls(fdef, lineno):
             value = stmt.value.value if isinstance(stmt.value, ast.Subscript) else stmt.value
             target = stmt.targets[0]
             target = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
-            if isinstance(value, ast.Call) and isinstance(target, ast.Name) and target.id != "_":
+            if isinstance(value, ast.Call) and isinstance(target, ast.Name) and target.id != "_" \
+                    and "norm" not in _text(value.func):  # a norm's output is no sublayer's
                 found.append(target.id)
     return found
 
@@ -53,12 +54,16 @@ def _assigned_from_calls(fdef, lineno):
 def _stream_not_updated(i, node, fdef):
     """`ffn(rms_norm(x, g))` where the formula has `ffn(rms_norm(x + attn_out, g))`: a sublayer reads the stream
     as it was before an earlier sublayer's output was added (sublayers side by side, not one after another)."""
-    calls = [c for c in ast.walk(fdef) if isinstance(c, ast.Call) and c.args and c.args[0] is node]
+    calls = [c for c in ast.walk(fdef) if isinstance(c, ast.Call) and c.args and c.args[0] is node
+             and "norm" in _text(c.func)]  # a sublayer's input is the stream's norm
     if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and calls
             and node.id in _arrays_before(fdef, node.lineno)):
         return
+    sums = {frozenset((_text(a.value.left), _text(a.value.right))) for a in ast.walk(fdef)
+            if isinstance(a, ast.Assign) and a.lineno < node.lineno and isinstance(a.value, ast.BinOp)
+            and isinstance(a.value.op, ast.Add)}
     for added in _assigned_from_calls(fdef, node.lineno):
-        if added == node.id:
+        if added == node.id or frozenset((node.id, added)) in sums:  # kept in a name: reading it is the fix
             continue
 
         def apply(n, tree, added=added):
@@ -81,7 +86,8 @@ def _factor_outside_call(i, node, fdef):
         return
     sides = [(node.left, node.right)] + ([(node.right, node.left)] if isinstance(node.op, ast.Mult) else [])
     for call, factor in sides:
-        if not (isinstance(call, ast.Call) and call.args) or any(n is call for n in ast.walk(factor)):
+        if not (isinstance(call, ast.Call) and call.args and "softmax" in _text(call.func)) \
+                or any(n is call for n in ast.walk(factor)):
             continue
         op = _FACTORS[type(node.op)]
 
