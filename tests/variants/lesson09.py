@@ -74,7 +74,7 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, rng=None)
             continue
         order = np.argsort(-z, kind="stable")
         z_sorted = z[order] / temperature
-        keep = len(z) if top_k is None else top_k
+        keep = len(z) if top_k is None else int(np.sum(z_sorted >= z_sorted[top_k - 1]))  # ties with the k-th stay
         p = np.exp(z_sorted[:keep] - z_sorted[0])
         p /= p.sum()
         if top_p is not None:

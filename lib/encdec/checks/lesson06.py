@@ -592,6 +592,8 @@ def bpe_cases():
                  ({("s", "t", "o", "p"): 3, ("a", "b", "l", "e"): 3},)),
             Case("a character against a merged symbol: ('▁', 'lo') and ('lo', 'w') both 7 times",
                  (_after_merges(SENNRICH, 3),)),
+            Case("a word's last pair counts: ('b', 'c') ends both words, 5 times in all",
+                 ({("a", "b", "c"): 3, ("x", "b", "c"): 2},)),
             Case("overlapping pairs: ('a', 'a', 'a') holds ('a', 'a') twice",
                  ({("a", "a", "a"): 3, ("a", "b", "c"): 5},)),
             Case("a pair twice in one word: ('x', 'y', 'x', 'y')", ({("x", "y", "x", "y"): 1, ("a", "b"): 1},),
@@ -692,8 +694,24 @@ def _pair_words(words, pair):
 
 def _say_pair(got, expected, case):
     words = case.args[0]
-    return (f"the pair merged: expected {expected}, got {got} ({_pair_words(words, expected)} in the corpus, "
+    said = (f"the pair merged: expected {expected}, got {got} ({_pair_words(words, expected)} in the corpus, "
             f"{_pair_words(words, got)})")
+    if got != _most_frequent(words, last=True) and got == _most_frequent(words, last=False):
+        said += (": it is the most frequent pair when each word's last pair is not counted. A word of k symbols "
+                 "has k - 1 adjacent pairs, at i, i + 1 for i in range(len(word) - 1) (or zip(word, word[1:]))")
+    return said
+
+
+def _most_frequent(words, last):
+    """The pair the stated rule merges, its pairs counted with (last=True) or without each word's last pair."""
+    counts = {}
+    for word, n in words.items():
+        for i in range(len(word) - (1 if last else 2)):
+            counts[word[i], word[i + 1]] = counts.get((word[i], word[i + 1]), 0) + n
+    if not counts:
+        return None
+    rank = lambda s: (len(s) > 1, s)  # noqa: E731
+    return min(counts, key=lambda p: (-counts[p], rank(p[0]), rank(p[1])))
 
 
 def _say_corpus(got, expected, case):

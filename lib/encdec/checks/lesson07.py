@@ -4,6 +4,7 @@ Each exercise is declared (number, title, points) right above its checker; EXERC
 at the end, list them.
 """
 
+import ast
 import dataclasses
 import functools
 import importlib
@@ -19,7 +20,8 @@ from .core import Case, Checker, rebind
 from .exercises import Exercise
 from .fixtures import generator, padded_tokens
 from .ordering import Ordering, Step
-from .probes import Axis, Combos, EachOutput, FailedProduct, Probes, Scale, Variants, combos
+from .probes import Axis, Combos, EachOutput, FailedProduct, Probe, Probes, Scale, combos
+from .probes.repair import _target, _tree
 
 # the module, not encdec.backward (the package exports training.backward under that name)
 backward = importlib.import_module("..backward", __package__)
@@ -241,33 +243,40 @@ def _reference_gradient(problem, h):
 
 
 def _gradient_model(k, problem, h=None):
-    """The central differences times a factor (knob factor; 1 is right); knob per="row": each slice x[i] of
-    the first axis nudged as a whole, its one difference quotient written to every entry of grad[i]."""
-    if k.get("per") == "row":
-        return k.get("factor", 1.0) * _row_quotients(problem, 1e-5 if h is None else h)
+    """The central differences times a factor (knob factor; 1 is right)."""
     return k.get("factor", 1.0) * _reference_gradient(problem, h)
 
 
-def _row_quotients(problem, h):
-    f, x = problem.make()
-    grad = np.zeros_like(x)
-    for i in range(len(x)):
-        old = x[i].copy()
-        x[i] = old + h
-        plus = f()
-        x[i] = old - h
-        minus = f()
-        x[i] = old
-        grad[i] = (plus - minus) / (2 * h)
-    return grad
+class _FirstAxisLoop(Probe):
+    """`for i in range(len(x))` (or range(x.shape[0])) with x[i] nudged, on an x of two or more axes: x[i] is a
+    whole slice, nudged at once. Read from the answer's source, named only where the failing case's x has more
+    than one axis."""
+
+    kind = "loop"
+
+    def find(self, attempt, probes):
+        problem = attempt.case.args[0]
+        fn, _ = _target(attempt.student) if attempt.student is not None else (None, None)
+        module = _tree(fn) if fn is not None else None
+        if module is None or len(problem.shape) < 2:
+            return None
+        fdef = module.body[0]
+        params = [a.arg for a in fdef.args.args]
+        x = params[1] if len(params) > 1 else None
+        for loop in ast.walk(fdef):
+            if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and x is not None \
+                    and ast.unparse(loop.iter) in (f"range(len({x}))", f"range({x}.shape[0])") \
+                    and any(isinstance(n, ast.Subscript) and ast.unparse(n) == f"{x}[{loop.target.id}]"
+                            for n in ast.walk(loop)):
+                return self.finding(attempt, "first_axis", (
+                    f"your loop `for {loop.target.id} in {ast.unparse(loop.iter)}` runs over the first axis of {x} "
+                    f"only: {x} has shape {problem.shape} here, so `{x}[{loop.target.id}]` is a whole slice, every "
+                    "entry of it is nudged at once and the slice gets one number, not one partial derivative per "
+                    f"entry. Visit every entry: for idx in np.ndindex({x}.shape), with {x}[idx]."))
+        return None
 
 
-NUMERICAL_GRADIENT_PROBES = Probes(_gradient_model, Variants("loop", [
-    ("first_axis", {"per": "row"},
-     "your loop runs over the first axis only (range(len(x)) or range(x.shape[0])): when x has two or more "
-     "axes, x[i] is a whole slice, so every entry of it is nudged at once and the slice gets one number, the "
-     "derivative along all of them together, not one partial derivative per entry. Visit every entry: "
-     "for idx in np.ndindex(x.shape), with x[idx].")]), Scale(
+NUMERICAL_GRADIENT_PROBES = Probes(_gradient_model, _FirstAxisLoop(), Scale(
     lambda problem, h=None: [("1", 1.0, None),
                              ("2", 2.0, "your differences are twice the gradient: (f(x + h) - f(x - h)) is divided by "
                                         "h, but the two points are 2h apart. Divide by 2 h."),

@@ -402,7 +402,10 @@ def _train_step_model(k, *args):
 TRAIN_STEP_PROBES = Probes(_train_step_model, Combos("train_step", [
     ("pad", [("given", "", ""), ("none", "loss_without_pad_id", "the loss is computed without pad_id: the pad "
                                                                 "positions count as targets, in the loss, its mean "
-                                                                "and its gradient")]),
+                                                                "and its gradient (or another value took pad_id's "
+                                                                "place: a setting given by position, such as "
+                                                                "label_smoothing, lands in the parameter in that "
+                                                                "place; give settings by name)")]),
     ("accuracy", [("before", "", ""), ("after", "accuracy_after_update", "the accuracy is measured after the update "
                                                                          "(a second forward pass with the new "
                                                                          "parameters), not on the logits the loss used"),

@@ -71,6 +71,7 @@ def _one_token(ids, V):
 
 
 LOGITS = np.log(np.array([0.06, 0.40, 0.04, 0.25, 0.10, 0.15]))  # token 1 most probable, then 3, 5, 4, 0, 2
+TIED = np.log(np.array([0.1, 0.4, 0.2, 0.1, 0.2]))  # top_k=2 keeps 1, 2 and 4: 2 and 4 tie at the second largest
 
 
 def sampling_cases():
@@ -86,6 +87,7 @@ def sampling_cases():
                         SamplingCase("9 tokens", spread, {"temperature": 1.7}, 5, hidden=True)],
         # top_k 2 of 6: one token more (3) and the k-th smallest as the threshold (5 kept) draw apart
         "top_k": [SamplingCase("6 tokens", LOGITS, {"top_k": 2}, 6),
+                  SamplingCase("a tie at the k-th largest: both tied tokens stay", TIED, {"top_k": 2}, 14),
                   SamplingCase("9 tokens", spread, {"temperature": 0.8, "top_k": 4}, 7, hidden=True)],
         "top_p": [SamplingCase("6 tokens", LOGITS, {"top_p": 0.7}, 8),
                   SamplingCase("6 tokens", LOGITS, {"temperature": 0.5, "top_p": 0.8}, 9),

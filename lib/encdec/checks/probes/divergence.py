@@ -14,6 +14,7 @@ first pass that goes wrong. Never raises, and never changes a score: it only wor
 
 import ast
 import itertools
+import time
 
 import numpy as np
 
@@ -74,10 +75,16 @@ def _slice_of(mine, right):
     return False
 
 
-def _matches(value, pool):
+class _OutOfTime(Exception):
+    """The matching of the answer's values with the reference's ran past its budget: nothing is said."""
+
+
+def _matches(value, pool, deadline=float("inf")):
     """[(index in pool, relation)] of every reference value `value` holds the same numbers as."""
     found = []
     for i, right in enumerate(pool):
+        if time.perf_counter() > deadline:
+            raise _OutOfTime()
         how = relation(value.array, right.array)
         if how:
             found.append((i, how))
@@ -159,6 +166,7 @@ def _locate(attempt, reference, seconds):
         return None
     mine = traced(attempt.student, attempt.args(), attempt.kwargs(), student_code, seconds / 2)
     right = traced(reference, attempt.args(), attempt.kwargs(), reference_code, seconds / 2, parts=True)
+    deadline = time.perf_counter() + seconds  # the matching's own budget, as long as the tracing's
     assigned = [v for v in mine.values if v.line != "(an argument)"]
     if not assigned or not right.values:
         return None
@@ -170,7 +178,7 @@ def _locate(attempt, reference, seconds):
     # way. The slip is the first wrong value nothing right was computed from.
     position, matched, pending = -1, [], []
     for k, value in enumerate(assigned):
-        found = _matches(value, pool)
+        found = _matches(value, pool, deadline)
         ahead = [(i, how) for i, how in found if i >= position]
         if ahead:
             position = ahead[0][0]

@@ -2,7 +2,9 @@
 edits.py at one place; a student who writes np.dot for @, or .T on a batched array, or a reduction without
 keepdims, usually writes it at each place, and no single edit mends that. Here: np.matmul for every
 np.dot, swapaxes(-1, -2) for every .T, keepdims=True on every reduction over an axis, the model's eps
-passed to every norm that was left with its default, and one axis written wrong in each call of a kind. Same contract as edits.py: each kind yields
+passed to every norm that was left with its default, one axis written wrong in each call of a kind, and
+axis=-1 given to np.insert, np.append and np.delete, which flatten the array without one, and swapaxes's axes
+counted from the end where they are counted from the front. Same contract as edits.py: each kind yields
 Edit(index, kind, apply, said, why); each applies to the whole function (index 0) and needs two places or
 more (one place is edits.py's), except the eps, which reads a constant the code never passes.
 """
@@ -128,6 +130,72 @@ def _every_axis(i, node, fdef):
                            "axes come first." if old >= 0 > new else ""), first.lineno)
 
 
+def _front_axes(node):
+    """`np.swapaxes(x, 0, 1)` (or x.swapaxes(0, 1), moveaxis): the call and its two axes, both counted from the
+    front, else None."""
+    if not (isinstance(node, ast.Call) and _callee(node) in ("swapaxes", "moveaxis")):
+        return None
+    module = isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+        and node.func.value.id in ("np", "numpy", "torch")
+    axes = node.args[1:3] if module else node.args[0:2]
+    values = [_const_int(a) for a in axes]
+    if len(values) != 2 or any(v is None or v < 0 for v in values):
+        return None
+    return (1 if module else 0), values
+
+
+def _axes_from_the_end(i, node, fdef):
+    """Every swapaxes of axes counted from the front (0, 1), right only without a batch axis: the same axes
+    counted from the end (-3, -2 for an array of three axes), at every such call, as one change."""
+    if node is not fdef:
+        return
+    calls = sorted((n for n in ast.walk(fdef) if _front_axes(n)), key=lambda n: (n.lineno, n.col_offset))
+    if not calls:
+        return
+    for ndim in (3, 2, 4):
+        if any(max(_front_axes(c)[1]) >= ndim for c in calls):
+            continue
+
+        def apply(n, tree, ndim=ndim):
+            for call in [c for c in ast.walk(n) if _front_axes(c)]:
+                start, values = _front_axes(call)
+                call.args[start:start + 2] = [_int_node(v - ndim) for v in values]
+            return True
+        start, values = _front_axes(calls[0])
+        yield Edit(i, "axis", apply, f"axes {values[0] - ndim}, {values[1] - ndim} in place of {values[0]}, {values[1]} "
+                   f"in `{_text(calls[0])}`" + (" and each call like it" if len(calls) > 1 else ""),
+                   "axes counted from the front are the right ones only when no batch axis comes first; counted from "
+                   "the end, they name the same axes whatever leading axes there are.", calls[0].lineno)
+
+
+_FLATTENING = ("insert", "append", "delete")
+
+
+def _flattening(node):
+    """`np.insert(x, 0, v)` with no axis: NumPy flattens x first."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _FLATTENING \
+        and isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy") \
+        and len(node.args) < (4 if node.func.attr != "delete" else 3) and not any(k.arg == "axis" for k in node.keywords)
+
+
+def _axis_for_flattening(i, node, fdef):
+    """np.insert, np.append or np.delete given no axis, which flattens the array: axis=-1 given to each."""
+    if node is not fdef:
+        return
+    calls = sorted((n for n in ast.walk(fdef) if _flattening(n)), key=lambda n: (n.lineno, n.col_offset))
+    if not calls:
+        return
+
+    def apply(n, tree):
+        for call in [c for c in ast.walk(n) if _flattening(c)]:
+            call.keywords = [*call.keywords, ast.keyword("axis", _int_node(-1))]
+        return True
+    name = f"np.{calls[0].func.attr}"
+    yield Edit(i, "axis", apply, f"axis=-1 given to `{_text(calls[0])}`" + (" and the others" if len(calls) > 1 else ""),
+               f"{name} with no axis flattens the array first: a batch becomes one long row. axis=-1 works along "
+               "each sequence, whatever batch axes come first.", calls[0].lineno)
+
+
 EVERYWHERE_KINDS = [
     _every(_dot, "`np.matmul` (@) in place of every `np.dot`",
            "np.dot of arrays with more than two axes is not a batched product: it pairs every batch with every "
@@ -143,4 +211,6 @@ EVERYWHERE_KINDS = [
            "up (broadcasts) with the tensor it came from.", _over_an_axis, which=1),
     _model_eps,
     _every_axis,
+    _axis_for_flattening,
+    _axes_from_the_end,
 ]

@@ -8,8 +8,9 @@ order. The first that names one wins; none of them changes the score.
    otherwise what the returned value alone says (results.RESULT_PROBES: the right results in another
    order, the right numbers in another shape, an integer array where the answer has fractions), then the
    exercise's own probes, in the order it declares them (exact variants first, properties last), with a
-   parameter the answer never reads, where the right result needs it (unread.UNREAD_PROBES), and a mask
-   applied after the softmax (masking.MASKING_PROBES), tried
+   parameter the answer never reads, where the right result needs it (unread.UNREAD_PROBES), a mask
+   applied after the softmax (masking.MASKING_PROBES) and a log of a softmax's output that gives -inf
+   (stability.STABILITY_PROBES), tried
    before the first probe that is not `exact` (a property of the output, which names only an effect:
    positions that read later ones, where cross-attention was given no encoder output), except
    those that name a symptom rather than a cause (`symptom`: nan or inf in the output), tried after 4;
@@ -34,6 +35,7 @@ from .masking import MASKING_PROBES
 from .repair import Repair
 from .results import RESULT_PROBES
 from .shape_reasons import explain_shape, joined
+from .stability import STABILITY_PROBES
 from .shapes import ERROR_PROBES
 from .unread import UNREAD_PROBES
 
@@ -52,7 +54,7 @@ def find_slip(probes, attempt):
             return REPAIR.safe_find(attempt, probes) or finding if finding.weak else finding
     causes = [probe for probe in probes.probes if not probe.symptom]
     first_effect = next((k for k, probe in enumerate(causes) if not probe.exact), len(causes))
-    causes[first_effect:first_effect] = [*UNREAD_PROBES, *MASKING_PROBES]
+    causes[first_effect:first_effect] = [*UNREAD_PROBES, *MASKING_PROBES, *STABILITY_PROBES]
     symptoms = [probe for probe in probes.probes if probe.symptom]
     for probe in [*causes, *FAILED_LINE_PROBES, *LIBRARY_ERROR_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:
         finding = probe.safe_find(attempt, probes)

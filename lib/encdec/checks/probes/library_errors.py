@@ -1,6 +1,7 @@
 """Errors whose message comes from Python, NumPy or PyTorch, said in the student's names with their usual
 cause: a shape unpacked into fewer names than its axes, -inf written into an integer array, einsum
-subscripts without `...` for the batch axes, and F.cross_entropy given (B, m, V) logits with (B, m) targets. Read from the failing line like
+subscripts without `...` for the batch axes, F.cross_entropy given (B, m, V) logits with (B, m) targets, and
+the library's attention told keys and values of two lengths (projected from two inputs). Read from the failing line like
 failed_lines.py; always on, after it.
 """
 
@@ -101,4 +102,64 @@ class ShapeUnpacked(Probe):
         return None
 
 
-LIBRARY_ERROR_PROBES = [ShapeUnpacked(), InfinityIntoIntegers(), EinsumWithoutEllipsis(), CrossEntropyClassAxis()]
+class KeysAndValuesApart(Probe):
+    """"K (3, 5, 4) and V (3, 7, 4) must have the same number of positions": the keys and the values projected
+    from two different inputs (`K = query_input @ W_k`, `V = key_value_input @ W_v`), read from the function."""
+
+    kind = "kv_inputs"
+
+    def find(self, attempt, probes):
+        found = _failed(attempt, ValueError, "must have the same number of positions")
+        if found is None:
+            return None
+        frame, _, tree = found
+        call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and len(n.args) >= 3), None)
+        function = _function_of(frame)
+        if call is None or function is None:
+            return None
+        sources = [_projected_from(function, _bare(arg), frame.f_lineno) for arg in call.args[1:3]]
+        if None in sources or sources[0][0] == sources[1][0]:
+            return None
+        (k_input, k_line), (v_input, v_line) = sources
+        return self.finding(attempt, "apart", (
+            f"the keys are made from `{k_input}` (line {k_line.lineno}: `{ast.unparse(k_line)}`) and the values from "
+            f"`{v_input}` (line {v_line.lineno}: `{ast.unparse(v_line)}`): keys and values are two projections of one "
+            "input, key_value_input (the other sequence, in cross-attention; query_input only when it is None)."))
+
+
+def _bare(node):
+    """`K` for `split(K)` or `K`: the name inside one-argument wrappers."""
+    while isinstance(node, ast.Call) and len(node.args) >= 1:
+        node = node.args[0]
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _function_of(frame):
+    import inspect
+    import textwrap
+    try:
+        lines, start = inspect.getsourcelines(frame.f_code)
+        module = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    ast.increment_lineno(module, max(start, 1) - 1)
+    return module
+
+
+def _projected_from(function, name, before):
+    """(the input name, the statement) of the last `name = <input> @ W` before line `before`, or None."""
+    last = None
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and node.lineno < before and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            value = node.value
+            while isinstance(value, ast.Call) and value.args:
+                value = value.args[0]
+            if isinstance(value, ast.BinOp) and isinstance(value.op, ast.MatMult) and isinstance(value.left, ast.Name):
+                if last is None or node.lineno > last[1].lineno:
+                    last = (value.left.id, node)
+    return last
+
+
+LIBRARY_ERROR_PROBES = [ShapeUnpacked(), InfinityIntoIntegers(), EinsumWithoutEllipsis(), CrossEntropyClassAxis(),
+                        KeysAndValuesApart()]

@@ -63,18 +63,23 @@ def _swap_arguments(i, node, fdef):
 
 def _mask_by_keyword(i, node, fdef):
     """`self.self_attn(h, mask)` where the second parameter is the keys' input: the mask given by position
-    lands in another parameter; `mask=mask` gives it by name."""
+    lands in another parameter; `mask=mask` gives it by name. Any last argument named as a setting is tried
+    so too (`loss(logits, targets, label_smoothing)`, where the third parameter is pad_id): a call that takes
+    no parameter of that name fails, and the edit with it."""
     if not (isinstance(node, ast.Call) and len(node.args) >= 2 and isinstance(node.args[-1], ast.Name)
-            and "mask" in node.args[-1].id and not any(k.arg == "mask" for k in node.keywords)):
+            and not any(isinstance(a, ast.Starred) for a in node.args)):
         return
     name = node.args[-1].id
+    keyword = "mask" if "mask" in name else name
+    if any(k.arg == keyword for k in node.keywords) or keyword in ("x", "h", "self") or len(keyword) < 3:
+        return
 
     def apply(n, tree):
         n.args = n.args[:-1]
-        n.keywords = [*n.keywords, ast.keyword("mask", ast.Name(name, ast.Load()))]
+        n.keywords = [*n.keywords, ast.keyword(keyword, ast.Name(name, ast.Load()))]
         return True
-    yield Edit(i, "arguments", apply, f"`mask={name}` in place of `{name}` given by position in `{_text(node)}`",
-               f"given by position, `{name}` lands in the parameter in that place, not in `mask` (the order of "
+    yield Edit(i, "arguments", apply, f"`{keyword}={name}` in place of `{name}` given by position in `{_text(node)}`",
+               f"given by position, `{name}` lands in the parameter in that place, not in `{keyword}` (the order of "
                "the parameters is in the docstring): give it by name.")
 
 
