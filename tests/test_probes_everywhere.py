@@ -9,6 +9,7 @@ import contextlib
 import io
 
 import numpy as np
+import torch
 import pytest
 
 from encdec.attention import MultiHeadAttention, cross_attention, softmax, split_heads
@@ -474,3 +475,46 @@ def test_the_tracers_matching_keeps_to_its_budget(monkeypatch):
     clock = iter(range(0, 10 ** 6))
     monkeypatch.setattr(divergence.time, "perf_counter", lambda: float(next(clock)))
     assert divergence.locate(att, lambda x: x * 3.0 + 1.0) is None
+
+
+# -- found on the fifteenth blind batch, after it was measured -------------------------------------------------
+def shift_right_flattened(targets, bos_id):
+    shifted = np.insert(targets, 0, bos_id)
+    return shifted[:-1]
+
+
+def test_an_array_flattened_by_np_insert_is_named_where_two_lines_must_change(no_catalog):
+    no_catalog("shift_right")
+    _, text = feedback(lesson06.check_shift_right, shift_right_flattened)
+    assert "gives np.insert no axis, so it flattens the array first" in text and "`[..., :-1]`" in text, text
+
+
+def merge_counting_each_pair_once(words):
+    counts = {}
+    for word, n in words.items():
+        for pair in set(zip(word, word[1:])):
+            counts[pair] = counts.get(pair, 0) + n
+    rank = lambda s: (len(s) > 1, s)  # noqa: E731
+    return min(counts, key=lambda p: (-counts[p], rank(p[0]), rank(p[1]))), dict(words)
+
+
+def test_a_set_of_pairs_is_not_said_to_skip_the_last_pair(no_catalog):
+    """On ('a', 'a', 'a'), counting each pair once and skipping the last pair pick the same pair: only the
+    first is this answer's slip, so the last-pair words are not said."""
+    _, text = feedback(lesson06.check_bpe_merge_step, merge_counting_each_pair_once)
+    assert "✗" in text and "last pair is not counted" not in text, text
+
+
+def test_parameters_read_twice_from_one_generator_are_named():
+    def make_optimizer(model, lr, weight_decay, betas):
+        params = model.parameters()
+        decayed = [p for p in params if p.ndim >= 2]
+        kept = [p for p in params if p.ndim < 2]
+        return torch.optim.AdamW([{"params": decayed, "weight_decay": weight_decay},
+                                  {"params": kept, "weight_decay": 0.0}], lr=lr, betas=betas)
+    from encdec.checks import lesson10
+    exercise = next(e for e in lesson10.EXERCISES if e.number == "10.3")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exercise.checker(make_optimizer, hidden=True)
+    assert "model.parameters() is a generator" in out.getvalue(), out.getvalue()

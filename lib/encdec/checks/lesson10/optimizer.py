@@ -48,7 +48,8 @@ def _observe_groups(fn, seed, sizes):
     summary = ("groups", tuple(missing), tuple(twice), len(foreign))
     if missing:
         return summary, (f"{len(missing)} parameters are in no group, so they are never trained: "
-                         + ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else "")), outcome
+                         + ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else "")
+                         + _used_up(opt, model, missing)), outcome
     if twice or foreign:
         return summary, "some parameters are listed twice, or tensors that are not the model's are listed", outcome
     return ("ok",), "", outcome
@@ -95,6 +96,17 @@ def _observe_decay(fn, seed, sizes, lr=0.01, weight_decay=0.1):
         return summary, f"these matrices are not decayed: {', '.join(skipped[:4])}" + (" ..." if len(skipped) > 4 else "") \
             + _why_kept(opt, skipped, matrices, weight_decay), outcome
     return ("ok",), "", outcome
+
+
+def _used_up(opt, model, missing):
+    """Why a whole group is empty where its parameters exist: the parameters read from one generator twice."""
+    empty = [g for g in opt.param_groups if len(g.get("params", ())) == 0]
+    small = {n for n, p in model.named_parameters() if p.ndim < 2}
+    if not empty or set(missing) != small:
+        return ""
+    return ("; the group meant for them is empty. model.parameters() is a generator: the first pass over it (the "
+            "first list) uses it up, and a second pass finds nothing. Make a list once, "
+            "params = list(model.parameters()), and build both groups from it")
 
 
 def _why_kept(opt, skipped, matrices, weight_decay):

@@ -10,7 +10,8 @@ order. The first that names one wins; none of them changes the score.
    exercise's own probes, in the order it declares them (exact variants first, properties last), with a
    parameter the answer never reads, where the right result needs it (unread.UNREAD_PROBES), a mask
    applied after the softmax (masking.MASKING_PROBES) and a log of a softmax's output that gives -inf
-   (stability.STABILITY_PROBES), tried
+   (stability.STABILITY_PROBES), and an array flattened by np.insert given no axis (flattening.FLATTENING_PROBES),
+   tried
    before the first probe that is not `exact` (a property of the output, which names only an effect:
    positions that read later ones, where cross-attention was given no encoder output), except
    those that name a symptom rather than a cause (`symptom`: nan or inf in the output), tried after 4;
@@ -30,6 +31,7 @@ order. The first that names one wins; none of them changes the score.
 
 from .base import NO_PROBES, Finding
 from .failed_lines import FAILED_LINE_PROBES
+from .flattening import FLATTENING_PROBES
 from .library_errors import LIBRARY_ERROR_PROBES
 from .masking import MASKING_PROBES
 from .repair import Repair
@@ -54,7 +56,7 @@ def find_slip(probes, attempt):
             return REPAIR.safe_find(attempt, probes) or finding if finding.weak else finding
     causes = [probe for probe in probes.probes if not probe.symptom]
     first_effect = next((k for k, probe in enumerate(causes) if not probe.exact), len(causes))
-    causes[first_effect:first_effect] = [*UNREAD_PROBES, *MASKING_PROBES, *STABILITY_PROBES]
+    causes[first_effect:first_effect] = [*UNREAD_PROBES, *MASKING_PROBES, *STABILITY_PROBES, *FLATTENING_PROBES]
     symptoms = [probe for probe in probes.probes if probe.symptom]
     for probe in [*causes, *FAILED_LINE_PROBES, *LIBRARY_ERROR_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:
         finding = probe.safe_find(attempt, probes)
