@@ -518,3 +518,47 @@ def test_parameters_read_twice_from_one_generator_are_named():
     with contextlib.redirect_stdout(out):
         exercise.checker(make_optimizer, hidden=True)
     assert "model.parameters() is a generator" in out.getvalue(), out.getvalue()
+
+
+def ref_count(d):
+    return 4 * d * d + d
+
+
+def slip_xor_for_power(d):
+    return 4 * d ^ 2 + d
+
+
+def ref_hidden(a, b):
+    return np.where(np.logical_or(a, b), -np.inf, 0.0)
+
+
+def slip_and_for_or(a, b):
+    return np.where(a & b, -np.inf, 0.0)
+
+
+BOOLS = [Case("(3, 4)", (r.random((3, 4)) < 0.5, r.random((3, 4)) < 0.5)),
+         Case("(2, 5)", (r.random((2, 5)) < 0.5, r.random((2, 5)) < 0.5))]
+
+
+@pytest.mark.parametrize("slip,reference,cases,words", [
+    (slip_xor_for_power, ref_count, [Case("d=8", (8,)), Case("d=16", (16,))], "`4 * d ** 2 + d` in place of"),
+    (slip_and_for_or, ref_hidden, BOOLS, "`|` in place of `&`"),
+], ids=["xor", "and"])
+def test_pythons_own_operators_misread_are_mended(slip, reference, cases, words):
+    found = repair(attempt_for(slip, reference, cases), seconds=10)
+    assert found is not None and found.key == "repair:operator" and words in found.diagnosis, found
+
+
+def cross_attention_softmax_in_the_if(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores + mask
+        weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+
+
+def test_a_name_assigned_only_in_a_branch_that_did_not_run_is_named(no_catalog, monkeypatch):
+    monkeypatch.setattr(judging, "REPAIR", _Silent())  # the repair could move the line; this reads the error
+    no_catalog("cross_attention")
+    _, text = feedback(lesson04.check_cross_attention, cross_attention_softmax_in_the_if)
+    assert "`weights` is assigned only inside `if mask is not None:`" in text, text

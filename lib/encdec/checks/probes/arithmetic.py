@@ -1,7 +1,8 @@
 """The edits of a formula's arithmetic, tried by the repair probe after the moves of moves.py: a product
 where the formula adds (`scores * mask`), a double where it squares (`d_model * 2`), and parentheses left
 out or put around the wrong terms (`t ** -3 / 2`, `(step * warmup) ** -1.5`, `np.sqrt(2 / np.pi * x)` for
-`np.sqrt(2 / np.pi) * x`). Same contract as edits.py.
+`np.sqrt(2 / np.pi) * x`), and Python's own operators misread (`^` for a power, `&` for `|`). Same contract
+as edits.py.
 """
 
 import ast
@@ -123,4 +124,23 @@ def _narrowed(n, side):
     return ast.BinOp(call, inner.op, inner.right) if side == "left" else ast.BinOp(inner.left, inner.op, call)
 
 
-ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _regroup, _narrow_call]
+def _python_operators(i, node, fdef):
+    """`d ^ 2` where the formula raises to a power (`^` is Python's exclusive or), and `a & b` where two masks
+    hide a key when either does (`|`), or the other way round."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
+        powered = _text(node).replace(" ^ ", " ** ")  # read again: `**` binds tighter than `*` and `+`, `^` looser
+        yield Edit(i, "operator", lambda n, tree: replaced(tree, n, ast.parse(
+                       _text(n).replace(" ^ ", " ** "), mode="eval").body),
+                   f"`{powered}` in place of `{_text(node)}`",
+                   "`^` is Python's bitwise exclusive or, not a power, and it binds after `+` and `*`: "
+                   "`4 * d ^ 2 + d` is (4 * d) xor (2 + d). A power is `**`.")
+    if isinstance(node, ast.BinOp) and type(node.op) in (ast.BitAnd, ast.BitOr):
+        new, old_text, new_text = (ast.BitOr, "&", "|") if isinstance(node.op, ast.BitAnd) else (ast.BitAnd, "|", "&")
+        yield operator_edit(i, node, new, old_text, new_text, (
+            f"`{old_text}` keeps what {'both' if old_text == '&' else 'either'} sides mark, `{new_text}` what "
+            f"{'either' if new_text == '|' else 'both'} side{'s' if new_text == '&' else ''} mark: a key hidden by "
+            "either mask is hidden, so two masks of hidden places combine with `|` (and two of visible places "
+            "with `&`)."))
+
+
+ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _python_operators, _regroup, _narrow_call]

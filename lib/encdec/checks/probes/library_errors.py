@@ -1,7 +1,8 @@
 """Errors whose message comes from Python, NumPy or PyTorch, said in the student's names with their usual
 cause: a shape unpacked into fewer names than its axes, -inf written into an integer array, einsum
 subscripts without `...` for the batch axes, F.cross_entropy given (B, m, V) logits with (B, m) targets, and
-the library's attention told keys and values of two lengths (projected from two inputs). Read from the failing line like
+the library's attention told keys and values of two lengths (projected from two inputs), and a name read
+where its only assignment sits in a branch that did not run (UnboundLocalError). Read from the failing line like
 failed_lines.py; always on, after it.
 """
 
@@ -9,7 +10,7 @@ import ast
 import re
 
 from .base import Probe
-from .failed_lines import _failed, failed_nodes
+from .failed_lines import _failed, failed_nodes, failing_line
 from .shapes import _resolve
 
 
@@ -161,5 +162,37 @@ def _projected_from(function, name, before):
     return last
 
 
+class AssignedOnlyInABranch(Probe):
+    """UnboundLocalError: `weights` read where the only lines that assign it sit in a branch or loop that did
+    not run on this case (a softmax indented into `if mask is not None:`)."""
+
+    kind = "unbound"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        if not isinstance(exc, UnboundLocalError):
+            return None
+        match = re.search(r"local variable '(\w+)'", str(exc))
+        found = failing_line(exc)
+        function = _function_of(found[0]) if found is not None else None
+        if match is None or function is None:
+            return None
+        name = match.group(1)
+        for block in ast.walk(function):
+            if not isinstance(block, (ast.If, ast.For, ast.While)):
+                continue
+            inside = [n for n in ast.walk(block) if isinstance(n, ast.Name) and n.id == name
+                      and isinstance(n.ctx, ast.Store)]
+            everywhere = [n for n in ast.walk(function) if isinstance(n, ast.Name) and n.id == name
+                          and isinstance(n.ctx, ast.Store)]
+            if inside and len(inside) == len(everywhere):
+                head = ast.unparse(block).splitlines()[0]
+                return self.finding(attempt, "branch", (
+                    f"`{name}` is assigned only inside `{head}` (line {block.lineno}), which did not run on this case, "
+                    f"and line {found[0].f_lineno} reads it. If that assignment belongs to every case, take it out of "
+                    "the block (check its indentation): only what depends on the condition goes inside."))
+        return None
+
+
 LIBRARY_ERROR_PROBES = [ShapeUnpacked(), InfinityIntoIntegers(), EinsumWithoutEllipsis(), CrossEntropyClassAxis(),
-                        KeysAndValuesApart()]
+                        KeysAndValuesApart(), AssignedOnlyInABranch()]
