@@ -14,45 +14,13 @@ import pytest
 
 from encdec.attention import MultiHeadAttention, cross_attention, softmax, split_heads
 from encdec.attention import scaled_dot_product_attention as lesson01_attention
-from encdec.checks import lesson01, lesson03, lesson04, lesson06, lesson07, probes
-from encdec.checks.core import Attempt, Case, run_student
+from encdec.checks import lesson01, lesson03, lesson04, lesson06, lesson07
+from encdec.checks.core import Case
 from encdec.checks.probes import judging
-from encdec.checks.probes import repair as repair_module
 from encdec.checks.probes.repair import repair
+from test_repair import _Silent, attempt_for, feedback, no_catalog, time_enough  # noqa: F401 (fixtures)
 
 r = np.random.default_rng(11)
-
-
-def attempt_for(student, reference, cases):
-    first, *others = cases
-    outcome = run_student(student, first.args, first.kwargs)
-    return Attempt("answer", first, got=outcome.value, expected=reference(*first.args, **first.kwargs),
-                   error=outcome.error, student=student, reference=reference, others=tuple(others))
-
-
-@pytest.fixture(autouse=True)
-def time_enough(monkeypatch):
-    from encdec.checks import core
-    monkeypatch.setattr(core.Checker, "REPAIR_SECONDS", 30.0)
-    monkeypatch.setattr(core.Checker, "TRACE_SECONDS", 30.0)
-    monkeypatch.setattr(repair_module, "BUDGET_SECONDS", 30.0)
-
-
-@pytest.fixture
-def no_catalog(monkeypatch):
-    from encdec.mistakes import CATALOG
-
-    def empty(*names):
-        for name in names:
-            monkeypatch.setitem(CATALOG.entries, name, [])
-    return empty
-
-
-def feedback(checker, answer):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        score = checker(answer, hidden=True)
-    return float(score), out.getvalue()
 
 
 # -- one slip at every place ------------------------------------------------------------------------------------
@@ -201,11 +169,6 @@ def test_a_factor_after_the_softmax_is_moved_onto_its_input():
     found = repair(attempt_for(slip_scale_after_softmax, ref_scaled_weights, ROWS), seconds=10)
     assert found is not None and found.key == "repair:factor", found
     assert "`softmax(s / np.sqrt(4), ...)`" in found.diagnosis, found.diagnosis
-
-
-class _Silent(probes.Probe):
-    def find(self, attempt, probes):
-        return None
 
 
 def attention_scaled_after(Q, K, V, mask=None):

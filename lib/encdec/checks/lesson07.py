@@ -21,7 +21,7 @@ from .exercises import Exercise
 from .fixtures import generator, padded_tokens
 from .ordering import Ordering, Step
 from .probes import Axis, Combos, EachOutput, FailedProduct, Probe, Probes, Scale, combos
-from .probes.repair import _target, _tree
+from .probes.repair import answer_function
 
 # the module, not encdec.backward (the package exports training.backward under that name)
 backward = importlib.import_module("..backward", __package__)
@@ -256,11 +256,9 @@ class _FirstAxisLoop(Probe):
 
     def find(self, attempt, probes):
         problem = attempt.case.args[0]
-        fn, _ = _target(attempt.student) if attempt.student is not None else (None, None)
-        module = _tree(fn) if fn is not None else None
-        if module is None or len(problem.shape) < 2:
+        fdef = answer_function(attempt.student)
+        if fdef is None or len(problem.shape) < 2:
             return None
-        fdef = module.body[0]
         params = [a.arg for a in fdef.args.args]
         x = params[1] if len(params) > 1 else None
         for loop in ast.walk(fdef):

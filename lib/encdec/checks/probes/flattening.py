@@ -11,7 +11,7 @@ import numpy as np
 
 from .base import Probe, _arrays
 from .everywhere import _flattening
-from .repair import _target, _tree
+from .repair import answer_function
 
 
 class FlattenedWithoutAxis(Probe):
@@ -26,9 +26,8 @@ class FlattenedWithoutAxis(Probe):
         got, right = _arrays(attempt.got), _arrays(attempt.expected)
         if not got or not right or got[0].ndim >= right[0].ndim:
             return None
-        fn, _ = _target(attempt.student)
-        module = _tree(fn) if fn is not None else None
-        calls = [n for n in ast.walk(module.body[0]) if _flattening(n)] if module is not None else []
+        fdef = answer_function(attempt.student)
+        calls = [n for n in ast.walk(fdef) if _flattening(n)] if fdef is not None else []
         if not calls:
             return None
         call = min(calls, key=lambda n: n.lineno)

@@ -10,6 +10,7 @@ import ast
 import re
 
 from .base import Probe
+from .nodes import function_of
 from .failed_lines import _failed, failed_nodes, failing_line
 from .shapes import _resolve
 
@@ -115,7 +116,7 @@ class KeysAndValuesApart(Probe):
             return None
         frame, _, tree = found
         call = next((n for n in ast.walk(tree) if isinstance(n, ast.Call) and len(n.args) >= 3), None)
-        function = _function_of(frame)
+        function = function_of(frame)
         if call is None or function is None:
             return None
         sources = [_projected_from(function, _bare(arg), frame.f_lineno) for arg in call.args[1:3]]
@@ -133,18 +134,6 @@ def _bare(node):
     while isinstance(node, ast.Call) and len(node.args) >= 1:
         node = node.args[0]
     return node.id if isinstance(node, ast.Name) else None
-
-
-def _function_of(frame):
-    import inspect
-    import textwrap
-    try:
-        lines, start = inspect.getsourcelines(frame.f_code)
-        module = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    ast.increment_lineno(module, max(start, 1) - 1)
-    return module
 
 
 def _projected_from(function, name, before):
@@ -174,7 +163,7 @@ class AssignedOnlyInABranch(Probe):
             return None
         match = re.search(r"local variable '(\w+)'", str(exc))
         found = failing_line(exc)
-        function = _function_of(found[0]) if found is not None else None
+        function = function_of(found[0]) if found is not None else None
         if match is None or function is None:
             return None
         name = match.group(1)

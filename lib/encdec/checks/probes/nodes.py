@@ -9,6 +9,8 @@ code; `why` says why that is the usual slip.
 """
 
 import ast
+import inspect
+import textwrap
 from dataclasses import dataclass
 
 _REDUCTIONS = {"sum", "mean", "max", "min", "amax", "amin", "var", "std", "logsumexp", "prod", "all", "any"}
@@ -139,3 +141,14 @@ def operator_edit(i, node, new, old_text, new_text, why):
         n.op = new()
         return True
     return Edit(i, "operator", apply, f"`{new_text}` in place of `{old_text}` in `{_text(node)}`", why)
+
+
+def function_of(frame):
+    """The syntax tree of the function a frame runs, its lines numbered as in its file, or None."""
+    try:
+        lines, start = inspect.getsourcelines(frame.f_code)
+        module = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    ast.increment_lineno(module, max(start, 1) - 1)
+    return module

@@ -89,6 +89,13 @@ def _tree(fn):
     return module
 
 
+def answer_function(student):
+    """The FunctionDef of the answer's own code (through a method or a checker's wrapper), or None."""
+    fn, _ = _target(student) if student is not None else (None, None)
+    module = _tree(fn) if fn is not None else None
+    return module.body[0] if module is not None else None
+
+
 def _compiled(module, fn):
     ast.fix_missing_locations(module)
     code = compile(module, fn.__code__.co_filename, "exec")

@@ -7,10 +7,8 @@ student's is run: the arrays are read from the failing frame.
 """
 
 import ast
-import inspect
-import textwrap
 
-from .nodes import _REDUCTIONS, _axis_slots, _callee, _const_int, _reduced, _text
+from .nodes import _REDUCTIONS, _axis_slots, _callee, _const_int, _reduced, _text, function_of
 
 
 def cause(frame, nodes, resolve, sizes):
@@ -62,7 +60,7 @@ def _reduced_without_keepdims(node, frame, resolve):
 def _iterated_batch(frame, resolve, sizes):
     """An array of the function walked along its first axis where that axis is the case's batch."""
     batch = {v for k, v in (sizes or {}).items() if k.startswith("B")}
-    tree = _function_tree(frame)
+    tree = function_of(frame)
     if tree is None or not batch:
         return None
     for node in ast.walk(tree):
@@ -86,11 +84,3 @@ def _iterated_batch(frame, resolve, sizes):
             "an array always takes axis 0, whatever leading axes come. Take the axis you mean from the end "
             f"(np.moveaxis({name}, -3, 0), or index {name}[..., k, :, :]), or reshape instead of looping.")
     return None
-
-
-def _function_tree(frame):
-    try:
-        lines, start = inspect.getsourcelines(frame.f_code)
-        return ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError, IndentationError):
-        return None

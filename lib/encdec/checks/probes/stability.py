@@ -11,7 +11,7 @@ import ast
 import numpy as np
 
 from .base import Probe, _arrays
-from .repair import _target, _tree
+from .repair import answer_function
 
 
 def _logs_of_softmax(fdef):
@@ -52,9 +52,8 @@ class LogOfSoftmax(Probe):
         got, right = _arrays(attempt.got), _arrays(attempt.expected)
         if not got or all(np.all(np.isfinite(a)) for a in got) or not all(np.all(np.isfinite(a)) for a in right):
             return None
-        fn, _ = _target(attempt.student)
-        module = _tree(fn) if fn is not None else None
-        calls = _logs_of_softmax(module.body[0]) if module is not None else []
+        fdef = answer_function(attempt.student)
+        calls = _logs_of_softmax(fdef) if fdef is not None else []
         if not calls:
             return None
         return self.finding(attempt, "", (
