@@ -10,6 +10,8 @@ the reference loss in place of the student's `sequence_cross_entropy` (and the r
 never charged again in 8.4.
 """
 
+import functools
+
 import numpy as np
 
 from .. import layers, optim, training
@@ -19,7 +21,7 @@ from ..mistakes import CATALOG
 from ..mistakes import lesson08 as _register  # noqa: F401  (fills the catalog)
 from .catalog import wrapped
 from . import inputs
-from .core import Case, Checker, rebind, run_student
+from .core import Case, Checker, compare, rebind, run_student
 from .exercises import Exercise
 from .fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model
 from .ordering import Ordering, Step
@@ -346,8 +348,9 @@ def _describe(out):
 def _one_step(train_step):
     """Run train_step on a fresh random model and Adam; return (loss, accuracy, parameters after)."""
     def run(seed, src_lengths, tgt_lengths, label_smoothing=0.0, lr=None, vocab_size=7, n_layers=1, pad_id=PAD,
-            bos_id=BOS):
-        model = random_model(seed, vocab_size=vocab_size, n_layers=n_layers, pad_id=pad_id)
+            bos_id=BOS, dropout=0.0):
+        model = random_model(seed, vocab_size=vocab_size, n_layers=n_layers, pad_id=pad_id,
+                             model_class=functools.partial(model_mod.Seq2Seq, dropout=dropout))  # in training mode
         optimizer = optim.Adam(model.parameters(), lr=0.01)
         src, targets = _batch(seed, src_lengths, tgt_lengths, vocab_size, pad_id, bos_id)
         out = train_step(model, optimizer, src, targets, bos_id, label_smoothing=label_smoothing, lr=lr)
@@ -370,16 +373,23 @@ def train_step_cases():
                  Case("4 padded pairs, V=11", (3, [2, 6, 4, 3], [3, 7, 5, 4], 0.0, None, 11), hidden=True)],
         "options": [Case("label_smoothing=0.1 and lr=0.003, padded", (4, [4, 2], [5, 3], 0.1, 0.003)),
                     Case("label_smoothing=0.2, lr=0.05", (5, [3, 5], [4, 6], 0.2, 0.05), hidden=True)],
+        "dropout": [Case("a model with dropout 0.1, in training mode (its masks drawn from model.dropout_rng): "
+                         "2 padded pairs", (7, [4, 3], [5, 4]), {"dropout": 0.1}),
+                    Case("dropout 0.3, label_smoothing=0.1, 3 padded pairs", (8, [5, 2, 4], [6, 3, 5], 0.1),
+                         {"dropout": 0.3}, hidden=True)],
     }
 
 
 def _train_step_knobbed(k):
     """training.train_step with knobs: pad ("given": the loss ignores pad_id; "none": pads are targets too,
     in the loss, its mean and its gradient), accuracy ("before"; "after": from a forward pass after the
-    update; "with_pads": pad positions counted), loss ("before"; "after": from a forward pass after the update)."""
+    update; "with_pads": pad positions counted), loss ("before"; "after": from a forward pass after the update),
+    passes ("once"; "accuracy_first": the accuracy from a pass of its own before the loss's, which draws its own
+    dropout masks)."""
     def train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None):
         pad_id = model.config.pad_id
         tgt_in = model_mod.shift_right(targets, bos_id)
+        first = model(src, tgt_in) if k.get("passes") == "accuracy_first" else None
         logits, cache = training.forward_with_cache(model, src, tgt_in)
         loss, dlogits = loss_mod.softmax_cross_entropy(logits, targets, pad_id if k.get("pad", "given") == "given"
                                                        else None, label_smoothing)
@@ -390,13 +400,14 @@ def _train_step_knobbed(k):
                 loss, _ = loss_mod.softmax_cross_entropy(later, targets, pad_id, label_smoothing)
             if k.get("accuracy") == "after":
                 logits = later
-        accuracy = loss_mod.token_accuracy(logits, targets, None if k.get("accuracy") == "with_pads" else pad_id)
+        accuracy = loss_mod.token_accuracy(logits if first is None else first, targets,
+                                           None if k.get("accuracy") == "with_pads" else pad_id)
         return loss, accuracy
     return train_step
 
 
-def _train_step_model(k, *args):
-    return _one_step(_train_step_knobbed(k))(*args)
+def _train_step_model(k, *args, **kwargs):
+    return _one_step(_train_step_knobbed(k))(*args, **kwargs)
 
 
 TRAIN_STEP_PROBES = Probes(_train_step_model, Combos("train_step", [
@@ -413,6 +424,14 @@ TRAIN_STEP_PROBES = Probes(_train_step_model, Combos("train_step", [
                                                         "real (non-pad) target tokens predicted right")]),
     ("loss", [("before", "", ""), ("after", "loss_after_update", "the loss is measured after the update (a second "
                                                                  "forward pass), not the loss the gradient came from")]),
+    ("passes", [("once", "", ""), ("accuracy_first", "second_forward_pass", "the accuracy comes from a forward pass "
+                                                                          "of its own, before the loss's: with "
+                                                                          "dropout in training mode each pass draws "
+                                                                          "its own masks from model.dropout_rng, so "
+                                                                          "the loss, its gradient and the accuracy "
+                                                                          "come from other masks than one pass's. "
+                                                                          "Run the forward pass once and take both "
+                                                                          "from its logits")]),
 ], "Forward once on shift_right(targets, bos_id); the loss with the model's pad_id (pads ignored); one optimizer "
    "step; return that loss and the token accuracy of the same logits, pads excluded."))
 
@@ -440,6 +459,8 @@ def check_train_step(train_step=None, *, points=None, hidden=False):
     c.check_cases("loss, accuracy and update on an unpadded batch", _one_step(fn), ref, cases["plain"], **common)
     c.check_cases("padded batches", _one_step(fn), ref, cases["pads"], **common)
     c.check_cases("label_smoothing and lr are passed on", _one_step(fn), ref, cases["options"], **common)
+    c.check_cases("dropout in training mode: one forward pass draws the masks", _one_step(fn), ref, cases["dropout"],
+                  **common)
     return c.result()
 
 
@@ -623,11 +644,38 @@ class _NotFromRng(Property):
             "same mask."))
 
 
+class _OtherDraw(Property):
+    """The mask drawn by another method of `rng` than random() (rng.binomial, rng.uniform, rng.choice): the
+    same keep probability, another mask for the same seed. Read from the answer's source."""
+
+    kind = "rng"
+
+    def inspect(self, attempt, probes):
+        import ast
+        from .probes.repair import answer_function
+        if attempt.error is None and compare(attempt.got, attempt.expected, attempt.float32) is None:
+            return None  # rng.uniform(size=...) draws as random() does: right, and nothing to say
+        fdef = answer_function(attempt.student)
+        if fdef is None or len(fdef.args.args) < 3:
+            return None
+        rng = fdef.args.args[2].arg
+        calls = [n for n in ast.walk(fdef) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and isinstance(n.func.value, ast.Name) and n.func.value.id == rng and n.func.attr != "random"]
+        if not calls:
+            return None
+        call = min(calls, key=lambda n: n.lineno)
+        return self.finding(attempt, f"other_draw:{call.func.attr}", (
+            f"your mask comes from `{ast.unparse(call)}` (line {call.lineno}), not from u = {rng}.random(x.shape): "
+            f"{rng}.{call.func.attr} draws its own way, so the same seed gives another mask (and leaves the "
+            f"generator elsewhere), even where its keep probability is right. Draw u = {rng}.random(x.shape) once "
+            "and keep the entries where u >= rate."))
+
+
 def dropout_probes(flipped):
     """The dropout probes, in the convention the answer uses (see _probe)."""
     def model(k, x, rate, seed, **kwargs):
         return _seeded(_dropout_knobbed(k), flipped)(x, rate, seed, **kwargs)
-    return Probes(model, Combos("dropout", _DROPOUT_CHOICES, _DROPOUT_RIGHT), _NotFromRng())
+    return Probes(model, Combos("dropout", _DROPOUT_CHOICES, _DROPOUT_RIGHT), _NotFromRng(), _OtherDraw())
 
 
 DROPOUT = Exercise("8.6", "dropout", points=2, reference=layers.dropout, reads=("rate", "training"))

@@ -107,8 +107,9 @@ def decoder_mask(tgt_in, pad_id):  # noqa: F811
 
 
 @mistake("decoder_mask", "maximum",
-         "the masks are combined with np.maximum, which keeps a key visible when *either* mask shows "
-         "it. A key must be hidden when either mask hides it: add the masks (or take np.minimum).")
+         "a key is hidden only where *both* masks hide it: np.maximum of the additive masks, or `&` of "
+         "boolean ones, keeps a key visible when either mask shows it. A key must be hidden when either "
+         "mask hides it: add the additive masks (or take np.minimum), or join boolean ones with `|`.")
 def decoder_mask(tgt_in, pad_id):  # noqa: F811
     return np.maximum(create_causal_mask_(np.shape(tgt_in)[-1]), padding_mask_(tgt_in, pad_id))
 

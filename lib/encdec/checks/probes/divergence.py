@@ -206,6 +206,10 @@ def _locate(attempt, reference, seconds):
                     for k, v, how in matched if k < first][-3:]
     if right_so_far:
         said += " Up to there your values are right: " + ", ".join(right_so_far) + "."
+    zero = _zero_divisor(value, mine)
+    if zero:
+        return Finding(attempt.exercise, "trace:zero_divisor", f"`{value.line}` ({_where(value, mine.passes)}) {zero}",
+                       f"The first value that goes wrong is {_called(value)}.")
     reads = _what_it_reads(value, matched, first, mine.passes, explained) + _numbers_it_reads(value, mine)
     said += reads
     later = [w for _, w in pending[1:] if value.name and value.name in _names(w.line) and w.lineno != value.lineno]
@@ -261,6 +265,29 @@ def _numbers_it_reads(value, trace):
     return (f" The line also reads {shown}: " + ("a number" if len(last) == 1 else "numbers")
             + " the tracer does not compare with the right computation's; check " + ("it" if len(last) == 1 else "them")
             + " too.")
+
+
+def _zero_divisor(value, trace):
+    """Words where the value holds nan or inf and its line divides by a plain number that is 0 here (a count
+    of positions where every one is padding), else ""."""
+    if np.all(np.isfinite(value.array)):
+        return ""
+    try:
+        tree = ast.parse(value.line.strip().removeprefix("return "), mode="exec")
+    except SyntaxError:
+        return ""
+    divisors = {n.right.id for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)
+                and isinstance(n.right, ast.Name)}
+    index = next((i for i, v in enumerate(trace.values) if v is value), len(trace.values))
+    last = {name: (lineno, number) for made, name, lineno, number in trace.numbers_set
+            if made <= index and name in divisors}
+    zero = [(name, lineno) for name, (lineno, number) in last.items() if number == 0]
+    if not zero:
+        return ""
+    name, lineno = zero[0]
+    return (f"divides by `{name}`, which is 0 on this case (set on line {lineno}), and gives {_called(value)} nan or "
+            f"inf: 0 / 0 is nan and x / 0 is inf. Where `{name}` is 0 the function needs its own answer, returned "
+            "before any division; the docstring says what it is.")
 
 
 def _names(line):

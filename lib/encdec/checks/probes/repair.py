@@ -34,6 +34,7 @@ from .edits import EXPRESSION_KINDS
 from .everywhere import EVERYWHERE_KINDS
 from .moves import STATEMENT_KINDS, axis_argument
 from .tracer import student_code
+from .size_one_axes import SIZE_ONE_KINDS
 from .wiring import WIRING_KINDS
 
 BUDGET_SECONDS = 0.6  # for one failing case: the copies, their runs and the reference's on the part's cases
@@ -107,7 +108,7 @@ def _compiled(module, fn):
 
 def _edits(fdef):
     nodes = list(ast.walk(fdef))
-    kinds = [axis_argument, *WIRING_KINDS, *EVERYWHERE_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
+    kinds = [axis_argument, *WIRING_KINDS, *SIZE_ONE_KINDS, *EVERYWHERE_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
     for kind in kinds:
         for i, node in enumerate(nodes):
             for edit in kind(i, node, fdef):

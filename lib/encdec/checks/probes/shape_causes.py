@@ -1,6 +1,7 @@
 """What usually causes a shape error, read from the student's failing line and function (shapes.py asks, after
 an operation fails): a `.T` of an array with a batch axis (it reverses every axis), a reduction over an axis
-without keepdims (the reduced axis is gone, so the result lines up against another), and an array walked
+without keepdims (the reduced axis is gone, so the result lines up against another), an array cut to a length
+it is shorter than (`pred[:, :m]` of a prediction that stopped early: a slice never pads), and an array walked
 along its first axis (`list(heads)`, `for h in heads`, `zip(*heads)`) where that axis is the batch. Each says
 (detail, words) in the student's names and shapes; None where none of them is the cause. Nothing of the
 student's is run: the arrays are read from the failing frame.
@@ -15,7 +16,8 @@ def cause(frame, nodes, resolve, sizes):
     """(detail, words) for the first operand in `nodes` that explains a shape error, else the first array of
     the function walked along a batch axis; None when nothing here explains it."""
     for node in nodes:
-        found = _transposed_batch(node, frame, resolve) or _reduced_without_keepdims(node, frame, resolve)
+        found = _transposed_batch(node, frame, resolve) or _reduced_without_keepdims(node, frame, resolve) \
+            or _cut_short(node, frame, resolve)
         if found is not None:
             return found
     return _iterated_batch(frame, resolve, sizes)
@@ -55,6 +57,37 @@ def _reduced_without_keepdims(node, frame, resolve):
         f"`{_text(node)}` drops the axis it reduces: `{_text(array)}` {shape} gives {left}, which lines up "
         f"(from the right) against other axes of the arrays it meets. {word}=True keeps the reduced axis with size "
         "1, so the result broadcasts along it.")
+
+
+def _cut_short(node, frame, resolve):
+    """`name` assigned `...[:, :bound]` in the function, where the array `name` holds is shorter than `bound` along
+    that axis: the slice kept it as it was, and it meets an array of the full length."""
+    if not isinstance(node, ast.Name):
+        return None
+    array, tree = resolve(node, frame), function_of(frame)
+    if array is None or tree is None:
+        return None
+    for stmt in ast.walk(tree):
+        if not (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets)
+                and isinstance(stmt.value, ast.Subscript) and stmt.lineno < frame.f_lineno):
+            continue
+        items = stmt.value.slice.elts if isinstance(stmt.value.slice, ast.Tuple) else [stmt.value.slice]
+        ellipsis = [k for k, item in enumerate(items) if isinstance(item, ast.Constant) and item.value is Ellipsis]
+        for k, item in enumerate(items):
+            if not (isinstance(item, ast.Slice) and item.lower is None and item.step is None and item.upper is not None):
+                continue
+            bound = _const_int(item.upper)
+            if bound is None and isinstance(item.upper, ast.Name) and type(frame.f_locals.get(item.upper.id)) is int:
+                bound = frame.f_locals[item.upper.id]
+            axis = k - len(items) if ellipsis and ellipsis[0] < k else k
+            if bound is None or bound <= 0 or not -array.ndim <= axis < array.ndim or array.shape[axis] >= bound:
+                continue
+            return "cut_short", (
+                f"`{_text(stmt)}` (line {stmt.lineno}) cuts `{node.id}` to at most {bound} along axis {axis}, but "
+                f"`{node.id}` has only {int(array.shape[axis])} there: a slice never makes an array longer. Where it "
+                f"is shorter (a decoder that stopped early), pad it to {bound} first, with a value that cannot "
+                "match, such as the pad id.")
+    return None
 
 
 def _iterated_batch(frame, resolve, sizes):

@@ -1,7 +1,7 @@
 """The edits of how a block is wired, tried by the repair probe first (few, and each mends only its own
 slip): a sublayer's output that replaces the stream where it is added to it (the residual left out), a call
 around each pass's new value that the formula takes once, after the loop (a final norm applied to every
-block's output), and an axis of size 1 inserted where the array already has it. Same contract as edits.py:
+block's output). Same contract as edits.py:
 each kind yields Edit(index, kind, apply, said, why). Also: the residual left out inside a post-norm's
 norm, another attribute named alike (norm2_gamma for norm3_gamma, W_k for W_v), a norm around every
 sublayer's input, `[..., None]` after a reduction over `axis` where keepdims keeps the axis in place, a
@@ -140,24 +140,6 @@ def _outer_call_after_loop(i, node, fdef):
                        "on the last pass's.", last.lineno)
 
 
-def _extra_new_axis(i, node, fdef):
-    """`mask[..., None, :]` where `mask` already has the axis of size 1 it broadcasts over: the None left out."""
-    if not isinstance(node, ast.Subscript):
-        return
-    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-    nones = [k for k, item in enumerate(items) if isinstance(item, ast.Constant) and item.value is None]
-    for k in nones:
-        def apply(n, tree, k=k):
-            if isinstance(n.slice, ast.Tuple):
-                del n.slice.elts[k]
-                return bool(n.slice.elts)
-            return False
-        if len(items) > 1:
-            yield Edit(i, "new_axis", apply, f"`{_text(node)}` without its `None`",
-                       f"the `None` inserts an axis of size 1 that `{_text(node.value)}` does not need: it already "
-                       "has the axes it broadcasts over, and the extra one shifts the others.")
-
-
 def _normed_alone(node, fdef):
     """(stream, sublayer output) of `x = rms_norm(a, g)` with x the stream (assigned before) and a another name."""
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
@@ -287,5 +269,5 @@ def _put_back_at_end(node):
     return at_end and axis is not None and not (isinstance(axis, ast.UnaryOp) and _text(axis) == "-1")
 
 
-WIRING_KINDS = [_residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _extra_new_axis, _sibling_attribute,
+WIRING_KINDS = [_residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _sibling_attribute,
                 _unwrap_each_argument, _reduction_axis_at_the_end]
