@@ -27,7 +27,6 @@ import math
 import sys
 import time
 import traceback
-import types
 import warnings
 from dataclasses import dataclass, field
 
@@ -38,6 +37,7 @@ from . import mode
 from . import probes as _probes
 from . import recording
 from .display import Score
+from .rebinding import rebind  # noqa: F401 (the checkers import it from here)
 from .record import SCHEMA, publish
 
 PASS, FAIL, HELD = "✓", "✗", "–"  # HELD: a robust part whose cases pass, not earned (Checker.earned)
@@ -55,40 +55,6 @@ def _caller_namespace():
     while frame is not None and frame.f_globals.get("__name__", "").startswith(package):
         frame = frame.f_back
     return frame.f_globals if frame is not None else {}
-
-
-def rebind(fn, **replacements):
-    """A copy of function `fn` whose global names in `replacements` point elsewhere.
-
-    Used to run a student's function with the reference in place of an earlier exercise it
-    calls (charge each mistake once). Methods of a class are rebound one by one.
-    """
-    if isinstance(fn, type):
-        methods = {name: rebind(m, **replacements) for name, m in vars(fn).items()
-                   if isinstance(m, types.FunctionType)}
-        return type(fn.__name__, (fn,), methods)
-    if not isinstance(fn, types.FunctionType):
-        return fn
-    code = fn.__code__
-    used, stack = set(), [code]
-    while stack:  # names used by nested helper functions count too (they share these globals)
-        c = stack.pop()
-        used |= set(c.co_names)
-        stack += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-    names = used & set(replacements)
-    free = set(code.co_freevars) & set(replacements)
-    if not names and not free:
-        return fn
-    env = dict(fn.__globals__)
-    env.update({k: replacements[k] for k in names})
-    closure = fn.__closure__
-    if free:
-        closure = tuple(types.CellType(replacements[name]) if name in free else cell
-                        for name, cell in zip(code.co_freevars, fn.__closure__))
-    new = types.FunctionType(code, env, fn.__name__, fn.__defaults__, closure)
-    new.__kwdefaults__ = fn.__kwdefaults__
-    new.__qualname__ = fn.__qualname__
-    return new
 
 
 # -- running student code -----------------------------------------------------------------------
@@ -309,6 +275,10 @@ class Attempt:
         """True when the answer's output equals `value` (another computation's output on this case)."""
         return compare(self.got, self.output(value), self.float32, self.names) is None
 
+    def right(self):
+        """True when the answer's own output on this case is the reference's (a passing case, in an audit)."""
+        return self.error is None and compare(self.got, self.expected, self.float32, self.names) is None
+
     def is_expected(self, value):
         """True when `value` equals the reference's output: a variant that is not a slip on this case."""
         return compare(self.output(value), self.expected, self.float32, self.names) is None
@@ -479,7 +449,7 @@ class Checker:
             if problem and "shape: expected" in problem:
                 problem = _with_shape_reason(problem, got, expected, names, attempt.case_sizes)
             if problem:
-                mistake = (self._confirmed_earlier(
+                mistake = (_probes.setting_slip(attempt) or self._confirmed_earlier(
                                diagnose(got, catalog, case, case.float32, postprocess,
                                         others=[c for c in cases if c is not case], student=student,
                                         forbidden=forbidden, reference=reference), student, every)

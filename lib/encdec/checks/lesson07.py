@@ -16,7 +16,7 @@ from ..attention import create_causal_mask, scaled_dot_product_attention, softma
 from ..mistakes import CATALOG
 from ..mistakes import lesson07 as _register  # noqa: F401  (fills the catalog)
 from .catalog import wrapped
-from .core import Case, Checker, rebind
+from .core import Case, Checker, rebind, run_student
 from .exercises import Exercise
 from .fixtures import generator, padded_tokens
 from .ordering import Ordering, Step
@@ -299,9 +299,29 @@ def check_numerical_gradient(numerical_gradient=None, *, points=None, hidden=Fal
     c.check_cases("central differences, entry by entry", _gradient_of(fn) if fn else None, _gradient_of(ref),
                   cases, catalog=wrapped(catalog, _gradient_of), forbidden=forbidden,
                   probes=NUMERICAL_GRADIENT_PROBES)
-    c.check_cases("x is left as it was", _x_after(fn) if fn else None, _x_after(ref), cases,
-                  catalog=wrapped(catalog, _x_after), forbidden=forbidden)
+    if c.check_cases("x is left as it was", _x_after(fn) if fn else None, _x_after(ref), cases,
+                     catalog=wrapped(catalog, _x_after), forbidden=forbidden):
+        note = _restored_by_arithmetic(fn, c.to_run(cases), forbidden)
+        if note:
+            c.note(note)
     return c.result()
+
+
+def _restored_by_arithmetic(fn, cases, forbidden):
+    """A note (no points: x is back to within rounding, which the statement asks) where an entry of x comes back
+    different in its last bits: undone by arithmetic (+= h, -= 2 h, += h), not written back; "" otherwise."""
+    for case in cases:
+        problem, *h = case.args
+        f, x = problem.make()
+        before = x.copy()
+        if run_student(fn, (f, x, *h), forbidden=forbidden).error is not None or np.array_equal(x, before):
+            continue
+        idx = tuple(int(i) for i in np.argwhere(x != before)[0])
+        return (f"x comes back within rounding, so it counts as restored; yet not exactly: on \"{case.label}\", "
+                f"x{list(idx)} was {float(before[idx])!r} and is {float(x[idx])!r} afterwards. Undoing a step by arithmetic (+= h, "
+                "then -= 2 * h, then += h) does not always give the old number back in floating point; save it "
+                "(old = x[idx]) and write it back (x[idx] = old) to restore x exactly.")
+    return ""
 
 
 # -- Exercise 7.3 --------------------------------------------------------------------------------------

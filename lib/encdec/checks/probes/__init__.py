@@ -54,7 +54,7 @@ in another order, the right numbers in another shape, an integer array where the
 The package, one module a kind: base (Finding, Knobs, Probes, Probe, Variant, Property, the audit),
 variants, properties (attention's rules), behaviour (calls, invariants, decoded rows), combos (named
 choices for gradients, training and decoding), constants (fitted numbers), results (what the returned
-value alone says), unread (a parameter never read), masking (a mask applied after the softmax), stability (a log of a softmax's
+value alone says), settings (a setting lost on its way in: `if pad_id:` for 0, a notebook's constant), unread (a parameter never read, or a numbered attribute whose siblings are), masking (a mask applied after the softmax), stability (a log of a softmax's
 output), flattening (np.insert given no axis), repair with wiring, size_one_axes (an axis of size 1 inserted or dropped), everywhere (one
 edit at every place at once), edits, moves and arithmetic, failed_lines, shapes (shape errors, and a wrong output
 shape explained) with views (the arrays a failing line's expressions hold) and shape_causes (what caused one), tracer and divergence (the first line that goes wrong), and judging.py, the one
@@ -70,7 +70,7 @@ from .base import (Finding, Knobs, NO_PROBES, Probe, Probes, Property, Variant, 
 from .behaviour import Calls, DecodedRows, Invariant, Proportional
 from .combos import Combos, EachOutput, combos
 from .constants import Constant, Fitted, name_number
-from .judging import find_slip
+from .judging import find_slip, setting_slip
 from .properties import AdditiveMask, Causal, HeadsCompared, MaskedKeysZero, NotFinite, RowsSumToOne
 from .shape_reasons import explain_shape
 from .shapes import ERROR_PROBES, FailedProduct, ShapeError, TorchShapeError
@@ -81,4 +81,4 @@ __all__ = ["ACTIVATIONS", "ERROR_PROBES", "NO_PROBES", "Activation", "AdditiveMa
            "Combos", "Constant", "Fitted", "name_number", "explain_shape", "DecodedRows", "EachOutput", "FailedProduct", "Finding", "HeadsCompared", "Invariant", "Knobs",
            "MaskedKeysZero", "Missing", "NotFinite", "Probe", "Probes", "Property", "Proportional", "RowsSumToOne",
            "Scale", "ShapeError", "Swapped", "TorchShapeError", "Transposed", "Variant", "Variants", "argument",
-           "attribute", "audit", "auditing", "combos", "find_slip", "locate", "model_problem", "quiet", "replaced"]
+           "attribute", "audit", "auditing", "combos", "find_slip", "locate", "setting_slip", "model_problem", "quiet", "replaced"]

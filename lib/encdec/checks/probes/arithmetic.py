@@ -1,8 +1,8 @@
 """The edits of a formula's arithmetic, tried by the repair probe after the moves of moves.py: a product
 where the formula adds (`scores * mask`), a double where it squares (`d_model * 2`), and parentheses left
 out or put around the wrong terms (`t ** -3 / 2`, `(step * warmup) ** -1.5`, `np.sqrt(2 / np.pi * x)` for
-`np.sqrt(2 / np.pi) * x`), and Python's own operators misread (`^` for a power, `&` for `|`). Same contract
-as edits.py.
+`np.sqrt(2 / np.pi) * x`), and Python's own operators misread (`^` for a power, `&` for `|`); and a shift made at
+one place of a line and not at another (`z - log(sum(exp(z - m)))`), tried early. Same contract as edits.py.
 """
 
 import ast
@@ -143,4 +143,36 @@ def _python_operators(i, node, fdef):
             "with `&`)."))
 
 
+def _shifted_once(i, node, fdef):
+    """`z - np.log(np.sum(np.exp(z - m)))`: a line that shifts `z` by `m` at one place and reads it unshifted at
+    another, where the formula shifts it at both (a stable log-softmax's `z - m - log(sum(exp(z - m)))`)."""
+    if not isinstance(node, (ast.Assign, ast.Return)) or node.value is None:
+        return
+    for shift in ast.walk(node.value):
+        if not (isinstance(shift, ast.BinOp) and isinstance(shift.op, (ast.Sub, ast.Add))
+                and isinstance(shift.left, ast.Name) and isinstance(shift.right, (ast.Name, ast.Attribute))):
+            continue
+        name, inside = shift.left.id, {id(n) for n in ast.walk(shift)}
+        bare = [n for n in ast.walk(node.value) if isinstance(n, ast.Name) and n.id == name and id(n) not in inside]
+        if not bare:
+            continue
+        text = _text(shift)
+
+        def apply(n, tree, text=text, name=name):
+            found = next((b for b in ast.walk(n.value) if isinstance(b, ast.BinOp) and _text(b) == text), None)
+            if found is None:
+                return False
+            keep = {id(k) for k in ast.walk(found)}
+
+            class Shift(ast.NodeTransformer):
+                def visit_Name(self, leaf):
+                    return copy.deepcopy(found) if leaf.id == name and id(leaf) not in keep else leaf
+            n.value = Shift().visit(n.value)
+            return True
+        yield Edit(i, "shifted_once", apply, f"`{text}` in place of each bare `{name}` in that line",
+                   f"the line shifts `{name}` by `{_text(shift.right)}` inside one term (`{text}`) and reads it "
+                   f"unshifted in another: the formula shifts it the same everywhere it appears.")
+
+
 ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _python_operators, _regroup, _narrow_call]
+SHIFT_KINDS = [_shifted_once]  # tried with everywhere.py's: one change at every place of a line

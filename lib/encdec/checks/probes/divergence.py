@@ -79,13 +79,16 @@ class _OutOfTime(Exception):
     """The matching of the answer's values with the reference's ran past its budget: nothing is said."""
 
 
-def _matches(value, pool, deadline=float("inf")):
-    """[(index in pool, relation)] of every reference value `value` holds the same numbers as."""
+def _matches(value, pool, deadline=float("inf"), inputs=frozenset()):
+    """[(index in pool, relation)] of every reference value `value` holds the same numbers as; a value near one of
+    the `inputs` (indices of the pool's copies of an argument) only within the tolerance matches none of them."""
     found = []
     for i, right in enumerate(pool):
         if time.perf_counter() > deadline:
             raise _OutOfTime()
         how = relation(value.array, right.array)
+        if how == "equal" and i in inputs and not np.array_equal(value.array, right.array):
+            continue  # near an input only within the tolerance (z - log(1 + tiny) for z): computed, not passed on
         if how:
             found.append((i, how))
     return found
@@ -177,8 +180,11 @@ def _locate(attempt, reference, seconds):
     # computed from it (a reciprocal where the reference divides, then used right): it was another right
     # way. The slip is the first wrong value nothing right was computed from.
     position, matched, pending = -1, [], []
+    arguments = [v.array for v in pool if v.line == "(an argument)"]
+    inputs = frozenset(i for i, v in enumerate(pool) if any(a.shape == v.array.shape and np.array_equal(a, v.array)
+                                                            for a in arguments))
     for k, value in enumerate(assigned):
-        found = _matches(value, pool, deadline)
+        found = _matches(value, pool, deadline, inputs)
         ahead = [(i, how) for i, how in found if i >= position]
         if ahead:
             position = ahead[0][0]

@@ -3,8 +3,9 @@ edits.py at one place; a student who writes np.dot for @, or .T on a batched arr
 keepdims, usually writes it at each place, and no single edit mends that. Here: np.matmul for every
 np.dot, swapaxes(-1, -2) for every .T, keepdims=True on every reduction over an axis, the model's eps
 passed to every norm that was left with its default, one axis written wrong in each call of a kind, and
-axis=-1 given to np.insert, np.append and np.delete, which flatten the array without one, and swapaxes's axes
-counted from the end where they are counted from the front. Same contract as edits.py: each kind yields
+axis=-1 given to np.insert, np.append and np.delete, which flatten the array without one, swapaxes's and
+tensordot's axes counted from the end where they are counted from the front, and np.pad given a pair of widths
+for each axis where one pair pads them all. Same contract as edits.py: each kind yields
 Edit(index, kind, apply, said, why); each applies to the whole function (index 0) and needs two places or
 more (one place is edits.py's), except the eps, which reads a constant the code never passes.
 """
@@ -196,6 +197,60 @@ def _axis_for_flattening(i, node, fdef):
                "each sequence, whatever batch axes come first.", calls[0].lineno)
 
 
+def _tensordot_axes(node):
+    """(the axes node, its ints in order) of `np.tensordot(a, b, axes=([1], [1]))` (or dims= in torch), else None."""
+    if not (isinstance(node, ast.Call) and _callee(node) == "tensordot"):
+        return None
+    axes = next((k.value for k in node.keywords if k.arg in ("axes", "dims")), node.args[2] if len(node.args) > 2 else None)
+    if not isinstance(axes, (ast.Tuple, ast.List)) or len(axes.elts) != 2 \
+            or not all(isinstance(side, (ast.Tuple, ast.List)) for side in axes.elts):
+        return None
+    values = [_const_int(v) for side in axes.elts for v in side.elts]
+    return (axes, values) if values and None not in values else None
+
+
+def _tensordot_from_the_end(i, node, fdef):
+    """`np.tensordot(h, E, axes=([1], [1]))`: an axis counted from the front, right only without a batch axis;
+    the last axis (-1) in its place, one side at a time."""
+    found = _tensordot_axes(node)
+    if found is None:
+        return
+    axes, values = found
+    for k, old in enumerate(values):
+        if old < 0:
+            continue
+
+        def apply(n, tree, k=k):
+            sides = _tensordot_axes(n)[0].elts
+            first = len(sides[0].elts)
+            side, at = (sides[0], k) if k < first else (sides[1], k - first)
+            side.elts[at] = _int_node(-1)
+            return True
+        edited = [list(_const_int(v) for v in side.elts) for side in axes.elts]
+        first = len(edited[0])
+        edited[0 if k < first else 1][k if k < first else k - first] = -1
+        yield Edit(i, "axis", apply, f"axes=({edited[0]}, {edited[1]}) in place of `{_text(axes)}` in `{_text(node)}`",
+                   f"axis {old} counted from the front is the features' axis only when no batch axis comes first; "
+                   "-1, the last axis, is the features' axis whatever leading axes there are.")
+
+
+def _pad_every_axis(i, node, fdef):
+    """`np.pad(x, (1, 0), ...)`: one pair of widths pads every axis of x; a pair for each axis pads the last alone."""
+    if not (isinstance(node, ast.Call) and _callee(node) == "pad" and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Tuple) and len(node.args[1].elts) == 2
+            and all(_const_int(v) is not None for v in node.args[1].elts)):
+        return
+    pair = _text(node.args[1])
+    width = f"[(0, 0)] * (np.ndim({_text(node.args[0])}) - 1) + [{pair}]"
+
+    def apply(n, tree):
+        n.args[1] = ast.parse(width, mode="eval").body
+        return True
+    yield Edit(i, "axis", apply, f"pad_width `{width}` in place of `{pair}` in `{_text(node)}`",
+               f"np.pad applies a single pair of widths, `{pair}`, to every axis: a batch gains a row too. A pair for "
+               "each axis, (0, 0) for all but the last, pads the last axis alone.")
+
+
 EVERYWHERE_KINDS = [
     _every(_dot, "`np.matmul` (@) in place of every `np.dot`",
            "np.dot of arrays with more than two axes is not a batched product: it pairs every batch with every "
@@ -213,4 +268,6 @@ EVERYWHERE_KINDS = [
     _every_axis,
     _axis_for_flattening,
     _axes_from_the_end,
+    _tensordot_from_the_end,
+    _pad_every_axis,
 ]

@@ -2,12 +2,14 @@
 order. The first that names one wins; none of them changes the score.
 
 1. the catalog (encdec.mistakes): a known wrong implementation whose output (or error) is the answer's
-   (core.diagnose and core.diagnose_error, run by the checker before anything here);
+   (core.diagnose and core.diagnose_error, run by the checker before anything here), after a setting lost on
+   its way in (setting_slip, below: the catalog names its effect, it the code);
 2. an output whose shape says that pieces were joined along the wrong axis (shapes.joined): the repair,
    else that, before anything that reads the output's values (rows summing to 3 are that slip's effect);
    otherwise what the returned value alone says (results.RESULT_PROBES: the right results in another
-   order, the right numbers in another shape, an integer array where the answer has fractions), then the
-   exercise's own probes, in the order it declares them (exact variants first, properties last), with a
+   order, the right numbers in another shape, an integer array where the answer has fractions), then a
+   setting lost on its way in (settings.SETTING_PROBES: `if pad_id:` where pad_id is 0, a notebook's `PAD`
+   where the case gives model.config.pad_id), then the exercise's own probes, in the order it declares them (exact variants first, properties last), with a
    parameter the answer never reads, where the right result needs it (unread.UNREAD_PROBES), a mask
    applied after the softmax (masking.MASKING_PROBES) and a log of a softmax's output that gives -inf
    (stability.STABILITY_PROBES), and an array flattened by np.insert given no axis (flattening.FLATTENING_PROBES),
@@ -38,6 +40,7 @@ from .repair import Repair
 from .results import RESULT_PROBES
 from .shape_reasons import explain_shape, joined
 from .stability import STABILITY_PROBES
+from .settings import SETTING_PROBES
 from .shapes import ERROR_PROBES
 from .unread import UNREAD_PROBES
 
@@ -57,12 +60,23 @@ def find_slip(probes, attempt):
     causes = [probe for probe in probes.probes if not probe.symptom]
     first_effect = next((k for k, probe in enumerate(causes) if not probe.exact), len(causes))
     causes[first_effect:first_effect] = [*UNREAD_PROBES, *MASKING_PROBES, *STABILITY_PROBES, *FLATTENING_PROBES]
+    causes[:0] = SETTING_PROBES
     symptoms = [probe for probe in probes.probes if probe.symptom]
     for probe in [*causes, *FAILED_LINE_PROBES, *LIBRARY_ERROR_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:
         finding = probe.safe_find(attempt, probes)
         if finding is not None:
             if finding.weak and probe is not REPAIR:  # a fitted factor: the line, where one edit mends it
                 return REPAIR.safe_find(attempt, probes) or finding
+            return finding
+    return None
+
+
+def setting_slip(attempt):
+    """A setting lost on its way in (settings.py), looked for before the catalog too: a catalog entry names the
+    effect (the pads counted as targets), this the code that has it (`if pad_id:` with pad_id 0)."""
+    for probe in SETTING_PROBES:
+        finding = probe.safe_find(attempt, NO_PROBES)
+        if finding is not None:
             return finding
     return None
 

@@ -29,7 +29,7 @@ import time
 import types
 
 from .base import Finding, Probe, quiet
-from .arithmetic import ARITHMETIC_KINDS
+from .arithmetic import ARITHMETIC_KINDS, SHIFT_KINDS
 from .edits import EXPRESSION_KINDS
 from .everywhere import EVERYWHERE_KINDS
 from .moves import STATEMENT_KINDS, axis_argument
@@ -108,7 +108,7 @@ def _compiled(module, fn):
 
 def _edits(fdef):
     nodes = list(ast.walk(fdef))
-    kinds = [axis_argument, *WIRING_KINDS, *SIZE_ONE_KINDS, *EVERYWHERE_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
+    kinds = [axis_argument, *WIRING_KINDS, *SIZE_ONE_KINDS, *EVERYWHERE_KINDS, *SHIFT_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
     for kind in kinds:
         for i, node in enumerate(nodes):
             for edit in kind(i, node, fdef):

@@ -1,12 +1,14 @@
 """The repair's edits of an axis of size 1 (tried with wiring.py's, before edits.py's): an axis inserted where
-the array already has it (`mask[..., None, :]` of a mask shaped to broadcast), and an axis dropped by an integer
-index where the result keeps it (`padding_mask(...)[..., 0, :, :]`, where `0:1` keeps the heads' axis). Same
-contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
+the array already has it (`mask[..., None, :]` of a mask shaped to broadcast), an axis dropped by an integer
+index where the result keeps it (`padding_mask(...)[..., 0, :, :]`, where `0:1` keeps the heads' axis), and a
+reduced axis put back at the end (`[..., None]` after a reduction over `axis`, in one expression or through a
+name), where keepdims=True keeps it in place. Same contract as edits.py: each kind yields
+Edit(index, kind, apply, said, why).
 """
 
 import ast
 
-from .nodes import Edit, _const_int, _text
+from .nodes import Edit, _const_int, _parent, _replace_child, _text
 
 
 def _items(node):
@@ -57,4 +59,57 @@ def _index_drops_axis(i, node, fdef):
                    "result keeps the axes it broadcasts over.")
 
 
-SIZE_ONE_KINDS = [_extra_new_axis, _index_drops_axis]
+def _reduction_axis_at_the_end(i, node, fdef):
+    """`np.max(x, axis=axis)[..., None]`, or `m = np.max(x, axis=axis)` then `m[..., None]`: the reduced axis put
+    back at the end, not where it was; keepdims=True keeps it in place (each such reduction, as one change)."""
+    if node is not fdef:
+        return
+    reduced = _reduced_names(fdef)
+    found = [s for s in ast.walk(fdef) if _put_back_at_end(s, reduced)]
+    if not found:
+        return
+
+    def apply(n, tree):
+        names = _reduced_names(n)
+        for sub in [s for s in ast.walk(n) if _put_back_at_end(s, names)]:
+            call = sub.value if isinstance(sub.value, ast.Call) else names[sub.value.id]
+            call.keywords = [kw for kw in call.keywords if kw.arg != "keepdims"] + \
+                [ast.keyword("keepdims", ast.Constant(True))]
+            parent = _parent(n, sub)
+            if parent is None or not _replace_child(parent, sub, sub.value):
+                return False
+        return True
+    yield Edit(i, "keepdims", apply, "keepdims=True in place of `[..., None]` after each reduction over `axis`",
+               "`[..., None]` puts the reduced axis back at the end, which is where it was only when `axis` is the "
+               "last; keepdims=True keeps it where it was, for any axis.", found[0].lineno)
+
+
+def _reduction_over_axis(call):
+    """True for `reduce(x, axis=a)` (a keyword axis not written as -1, no keepdims)."""
+    if not isinstance(call, ast.Call) or any(kw.arg == "keepdims" for kw in call.keywords):
+        return False
+    axis = next((kw.value for kw in call.keywords if kw.arg == "axis"), None)
+    return axis is not None and _const_int(axis) != -1
+
+
+def _reduced_names(fdef):
+    """{name: the call} of the names the function assigns once, from a reduction over an axis."""
+    assigned = {}
+    for stmt in ast.walk(fdef):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            assigned.setdefault(stmt.targets[0].id, []).append(stmt.value)
+    return {name: values[0] for name, values in assigned.items() if len(values) == 1
+            and _reduction_over_axis(values[0])}
+
+
+def _put_back_at_end(node, reduced):
+    """`reduce(x, axis=a)[..., None]` (or np.newaxis), or `m[..., None]` with `m` in `reduced`."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple)):
+        return False
+    elts = node.slice.elts
+    at_end = len(elts) == 2 and isinstance(elts[0], ast.Constant) and elts[0].value is Ellipsis and \
+        (isinstance(elts[1], ast.Constant) and elts[1].value is None or _text(elts[1]) == "np.newaxis")
+    return at_end and (_reduction_over_axis(node.value) or isinstance(node.value, ast.Name) and node.value.id in reduced)
+
+
+SIZE_ONE_KINDS = [_extra_new_axis, _index_drops_axis, _reduction_axis_at_the_end]

@@ -18,6 +18,7 @@ import numpy as np
 
 from .base import Probe
 from .repair import _target, _tree
+from .settings import answer_arguments
 
 _ESCAPES = {"locals", "vars", "eval", "exec", "globals"}  # a parameter read through these is not seen
 
@@ -119,4 +120,57 @@ class UnreadParameter(Probe):
             or getattr(type(student), "__call__", None) is fn
 
 
-UNREAD_PROBES = [UnreadParameter()]
+_NUMBERED = re.compile(r"([A-Za-z_]*?)(\d+)([A-Za-z_]*)")
+
+
+class UnreadSibling(Probe):
+    """probe:unread_sibling:<attribute>: the answer reads `b.norm1_gamma` and `b.norm2_gamma` by name but never
+    `b.norm3_gamma`, which the objects it is given have: the step that reads it is left out (or reads a sibling
+    in its place). Read from the source and the answer's arguments (a model's blocks, one level down)."""
+
+    kind = "unread_sibling"
+
+    def find(self, attempt, probes):
+        fn, _ = _target(attempt.student) if attempt.student is not None else (None, None)
+        tree = _tree(fn) if fn is not None else None
+        if tree is None or attempt.right():
+            return None
+        read = {n.attr for n in ast.walk(tree.body[0]) if isinstance(n, ast.Attribute)}
+        families = {}
+        for attr in read:
+            match = _NUMBERED.fullmatch(attr)
+            if match:
+                families.setdefault((match[1], match[3]), set()).add(attr)
+        if not families:
+            return None
+        present = set()
+        for value in answer_arguments(attempt).values():
+            present |= _attributes(value)
+        for (head, tail), seen in sorted(families.items()):
+            missing = sorted(a for a in present - read if (m := _NUMBERED.fullmatch(a)) and (m[1], m[3]) == (head, tail))
+            if missing:
+                said = " and ".join(f"`{a}`" for a in sorted(seen))
+                return self.finding(attempt, missing[0], (
+                    f"your code reads {said} by name but never `{missing[0]}`, which the objects it is given have: the "
+                    f"step that reads `{missing[0]}` is left out, or reads another in its place. Find where "
+                    f"`{missing[0]}` belongs (the lesson's formula for the block) and read it there."), weak=True)
+        return None
+
+
+def _attributes(obj, depth=2):
+    """The attribute names of `obj` and of the objects it holds (its attributes, the items of its lists and
+    module lists), `depth` levels down."""
+    names = set(vars(obj)) if hasattr(obj, "__dict__") and not isinstance(obj, type) else set()
+    if hasattr(obj, "_parameters") and isinstance(getattr(obj, "_parameters"), dict):  # torch modules
+        names |= set(obj._parameters) | set(getattr(obj, "_modules", {}))
+    if depth:
+        children = list(getattr(obj, "_modules", {}).values()) if hasattr(obj, "_modules") else []
+        children += [v for v in (vars(obj).values() if hasattr(obj, "__dict__") else []) if not isinstance(v, type)]
+        for child in children:
+            for item in (child if isinstance(child, (list, tuple)) else [child]):
+                if hasattr(item, "__dict__") and not isinstance(item, (np.ndarray, type)):
+                    names |= _attributes(item, depth - 1)
+    return names
+
+
+UNREAD_PROBES = [UnreadParameter(), UnreadSibling()]

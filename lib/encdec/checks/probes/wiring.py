@@ -4,9 +4,9 @@ around each pass's new value that the formula takes once, after the loop (a fina
 block's output). Same contract as edits.py:
 each kind yields Edit(index, kind, apply, said, why). Also: the residual left out inside a post-norm's
 norm, another attribute named alike (norm2_gamma for norm3_gamma, W_k for W_v), a norm around every
-sublayer's input, `[..., None]` after a reduction over `axis` where keepdims keeps the axis in place, a
-sublayer reading the stream before an earlier sublayer's output is added, and a factor applied after a call
-(a softmax) where it belongs on the call's input.
+sublayer's input, a sublayer reading the stream before an earlier sublayer's output is added, a factor applied
+after a call (a softmax) where it belongs on the call's input, and a parameter that arrives already made
+(K from project_kv) made again by the object's weight (`merge_heads(K) @ self.W_k`).
 """
 
 import ast
@@ -230,44 +230,44 @@ def _unwrap_each_argument(i, node, fdef):
                    "takes it once, after the residual sum).", calls[0].lineno)
 
 
-def _reduction_axis_at_the_end(i, node, fdef):
-    """`np.max(x, axis=axis)[..., None]`: the reduced axis put back at the end, not where it was; keepdims=True
-    keeps it in place (each such reduction, as one change)."""
+def _reapplied(stmt, params):
+    """`K = split_heads(merge_heads(K) @ self.W_k, h)`: a parameter assigned again from itself and a weight of
+    the object (an attribute of self), so that what arrives already made is made a second time."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id in params):
+        return False
+    name = stmt.targets[0].id
+    reads = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id == name]
+    weights = [n for n in ast.walk(stmt.value) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+               and n.value.id == "self"]
+    return bool(reads and weights)
+
+
+def _made_again(i, node, fdef):
+    """Each parameter made again by a weight of the object (K and V through W_k and W_v), those lines dropped
+    as one change."""
     if node is not fdef:
         return
-    found = [s for s in ast.walk(fdef) if _put_back_at_end(s)]
+    params = {a.arg for a in fdef.args.args[1:]}
+    found = [s for s in ast.walk(fdef) if _reapplied(s, params)]
     if not found:
         return
 
     def apply(n, tree):
-        for parent in ast.walk(n):
-            for field, value in ast.iter_fields(parent):
-                items = value if isinstance(value, list) else [value]
-                for k, child in enumerate(items):
-                    if _put_back_at_end(child):
-                        call = child.value
-                        call.keywords = [kw for kw in call.keywords if kw.arg != "keepdims"] + \
-                            [ast.keyword("keepdims", ast.Constant(True))]
-                        if isinstance(value, list):
-                            value[k] = call
-                        else:
-                            setattr(parent, field, call)
+        for holder in ast.walk(n):
+            if hasattr(holder, "body") and isinstance(holder.body, list):
+                holder.body = [s for s in holder.body if not _reapplied(s, params)] or [ast.Pass()]
         return True
-    yield Edit(i, "keepdims", apply, "keepdims=True in place of `[..., None]` after each reduction over `axis`",
-               "`[..., None]` puts the reduced axis back at the end, which is where it was only when `axis` is the "
-               "last; keepdims=True keeps it where it was, for any axis.", found[0].lineno)
+    names = " and ".join(f"`{s.targets[0].id}`" for s in found)
+    weights = " and ".join(sorted({_text(a) for s in found for a in ast.walk(s.value) if isinstance(a, ast.Attribute)
+                                   and isinstance(a.value, ast.Name) and a.value.id == "self"}))
+    lines = ", ".join(str(s.lineno) for s in found)
+    yield Edit(i, "made_again", apply, f"line{'s' if len(found) > 1 else ''} {lines} left out",
+               f"{names} {'arrive' if len(found) > 1 else 'arrives'} as parameters, already made (the docstring says "
+               f"what from), and line{'s' if len(found) > 1 else ''} {lines} pass{'' if len(found) > 1 else 'es'} "
+               f"{'them' if len(found) > 1 else 'it'} through {weights} again. Use them as they come.",
+               found[0].lineno)
 
 
-def _put_back_at_end(node):
-    """`reduce(x, axis=a)[..., None]` (or np.newaxis), with `a` not written as -1."""
-    if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and isinstance(node.slice, ast.Tuple)):
-        return False
-    elts = node.slice.elts
-    at_end = len(elts) == 2 and isinstance(elts[0], ast.Constant) and elts[0].value is Ellipsis and \
-        (isinstance(elts[1], ast.Constant) and elts[1].value is None or _text(elts[1]) == "np.newaxis")
-    axis = next((kw.value for kw in node.value.keywords if kw.arg == "axis"), None)
-    return at_end and axis is not None and not (isinstance(axis, ast.UnaryOp) and _text(axis) == "-1")
-
-
-WIRING_KINDS = [_residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _sibling_attribute,
-                _unwrap_each_argument, _reduction_axis_at_the_end]
+WIRING_KINDS = [_made_again, _residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _sibling_attribute,
+                _unwrap_each_argument]
