@@ -1,8 +1,8 @@
 """The edits of a formula's arithmetic, tried by the repair probe after the moves of moves.py: a product
 where the formula adds (`scores * mask`), a double where it squares (`d_model * 2`), and parentheses left
 out or put around the wrong terms (`t ** -3 / 2`, `(step * warmup) ** -1.5`, `np.sqrt(2 / np.pi * x)` for
-`np.sqrt(2 / np.pi) * x`), and Python's own operators misread (`^` for a power, `&` for `|`); and a shift made at
-one place of a line and not at another (`z - log(sum(exp(z - m)))`), tried early. Same contract as edits.py.
+`np.sqrt(2 / np.pi) * x`), Python's own operators misread (`^` for a power, `&` for `|`), two parameters in each
+other's place in one term; and a shift made at one place of a line and not at another (`z - log(sum(exp(z - m)))`), tried early. Same contract as edits.py.
 """
 
 import ast
@@ -174,5 +174,26 @@ def _shifted_once(i, node, fdef):
                    f"unshifted in another: the formula shifts it the same everywhere it appears.")
 
 
-ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _python_operators, _regroup, _narrow_call]
+def _names_exchanged(i, node, fdef):
+    """`warmup_steps * step ** -1.5` for `step * warmup_steps ** -1.5`: two parameters in each other's place in
+    one term (a product, a power: one sits on each side of it)."""
+    if not isinstance(node, ast.BinOp):
+        return
+    params = [a.arg for a in fdef.args.args]
+
+    def names(side):
+        return {n.id for n in ast.walk(side) if isinstance(n, ast.Name) and n.id in params}
+    left, right = names(node.left), names(node.right)
+    for a in sorted(left - right):
+        for b in sorted(right - left):
+            def apply(n, tree, a=a, b=b):
+                for leaf in ast.walk(n):
+                    if isinstance(leaf, ast.Name) and leaf.id in (a, b):
+                        leaf.id = b if leaf.id == a else a
+                return True
+            yield Edit(i, "exchanged", apply, f"`{a}` and `{b}` exchanged in `{_text(node)}`",
+                       f"`{a}` stands where the formula has `{b}`, and `{b}` where it has `{a}`.")
+
+
+ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _python_operators, _regroup, _narrow_call, _names_exchanged]
 SHIFT_KINDS = [_shifted_once]  # tried with everywhere.py's: one change at every place of a line

@@ -4,8 +4,8 @@ keepdims, usually writes it at each place, and no single edit mends that. Here: 
 np.dot, swapaxes(-1, -2) for every .T, keepdims=True on every reduction over an axis, the model's eps
 passed to every norm that was left with its default, one axis written wrong in each call of a kind, and
 axis=-1 given to np.insert, np.append and np.delete, which flatten the array without one, swapaxes's and
-tensordot's axes counted from the end where they are counted from the front, and np.pad given a pair of widths
-for each axis where one pair pads them all. Same contract as edits.py: each kind yields
+tensordot's axes counted from the end where they are counted from the front, np.pad given a pair of widths
+for each axis where one pair pads them all, and every division by a norm taken out (a cosine for a dot product). Same contract as edits.py: each kind yields
 Edit(index, kind, apply, said, why); each applies to the whole function (index 0) and needs two places or
 more (one place is edits.py's), except the eps, which reads a constant the code never passes.
 """
@@ -13,7 +13,7 @@ more (one place is edits.py's), except the eps, which reads a constant the code 
 import ast
 
 from .edits import _dot, _keepdims, _transpose
-from .nodes import _REDUCTIONS, Edit, _axis_slots, _callee, _const_int, _int_node, _text
+from .nodes import _REDUCTIONS, Edit, _axis_slots, _callee, _const_int, _int_node, _parent, _replace_child, _text
 
 
 def _sites(fdef, kind, select=lambda node: True):
@@ -251,6 +251,33 @@ def _pad_every_axis(i, node, fdef):
                "each axis, (0, 0) for all but the last, pads the last axis alone.")
 
 
+def _normalised(node):
+    """`h / np.linalg.norm(h, ...)` (or torch.linalg.norm, x.norm(...)): a division by a norm."""
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Call) \
+        and _callee(node.right) == "norm"
+
+
+def _no_normalisation(i, node, fdef):
+    """Every division by a norm taken out, as one change: the formula compares the vectors as they are (a dot
+    product, not the cosine of their angle)."""
+    if node is not fdef:
+        return
+    found = sorted((n for n in ast.walk(fdef) if _normalised(n)), key=lambda n: (n.lineno, n.col_offset))
+    if not found:
+        return
+
+    def apply(n, tree):
+        for div in [d for d in ast.walk(n) if _normalised(d)]:
+            parent = _parent(n, div)
+            if parent is None or not _replace_child(parent, div, div.left):
+                return False
+        return True
+    yield Edit(i, "normalised", apply, f"`{_text(found[0].left)}` in place of `{_text(found[0])}`"
+               + (" and each division by a norm like it" if len(found) > 1 else ""),
+               "each vector is divided by its norm, so the product is the cosine of their angle; the formula takes "
+               "the dot product of the vectors as they are.", found[0].lineno)
+
+
 EVERYWHERE_KINDS = [
     _every(_dot, "`np.matmul` (@) in place of every `np.dot`",
            "np.dot of arrays with more than two axes is not a batched product: it pairs every batch with every "
@@ -270,4 +297,5 @@ EVERYWHERE_KINDS = [
     _axes_from_the_end,
     _tensordot_from_the_end,
     _pad_every_axis,
+    _no_normalisation,
 ]

@@ -57,7 +57,8 @@ class RowsSumToOne(Property):
                 weak=True)
         return self.finding(attempt, "rows_do_not_sum_to_one", (
             f"the rows of the {self.what} do not sum to 1: each must be a distribution over {self.over}. "
-            "Normalise with a softmax along that axis, and change nothing in the weights after it."), detail)
+            "Normalise with a softmax along that axis, and change nothing in the weights after it."), detail,
+            weak=True)  # what is off, not where: the repair's line first
 
 
 def _one_factor(sums, ok, rtol):

@@ -32,6 +32,7 @@ from .base import Finding, Probe, quiet
 from .arithmetic import ARITHMETIC_KINDS, SHIFT_KINDS
 from .edits import EXPRESSION_KINDS
 from .everywhere import EVERYWHERE_KINDS
+from .streams import STREAM_KINDS
 from .moves import STATEMENT_KINDS, axis_argument
 from .tracer import student_code
 from .size_one_axes import SIZE_ONE_KINDS
@@ -108,7 +109,7 @@ def _compiled(module, fn):
 
 def _edits(fdef):
     nodes = list(ast.walk(fdef))
-    kinds = [axis_argument, *WIRING_KINDS, *SIZE_ONE_KINDS, *EVERYWHERE_KINDS, *SHIFT_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
+    kinds = [axis_argument, *WIRING_KINDS, *SIZE_ONE_KINDS, *EVERYWHERE_KINDS, *SHIFT_KINDS, *STREAM_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
     for kind in kinds:
         for i, node in enumerate(nodes):
             for edit in kind(i, node, fdef):

@@ -2,7 +2,7 @@
 the array already has it (`mask[..., None, :]` of a mask shaped to broadcast), an axis dropped by an integer
 index where the result keeps it (`padding_mask(...)[..., 0, :, :]`, where `0:1` keeps the heads' axis), and a
 reduced axis put back at the end (`[..., None]` after a reduction over `axis`, in one expression or through a
-name), where keepdims=True keeps it in place. Same contract as edits.py: each kind yields
+name), where keepdims=True keeps it in place, and a squeeze() that drops them all. Same contract as edits.py: each kind yields
 Edit(index, kind, apply, said, why).
 """
 
@@ -112,4 +112,24 @@ def _put_back_at_end(node, reduced):
     return at_end and (_reduction_over_axis(node.value) or isinstance(node.value, ast.Name) and node.value.id in reduced)
 
 
-SIZE_ONE_KINDS = [_extra_new_axis, _index_drops_axis, _reduction_axis_at_the_end]
+def _squeezed(i, node, fdef):
+    """`mask.squeeze()` (or np.squeeze(mask)) with no axis: every axis of size 1 dropped, those the result keeps
+    to broadcast over too."""
+    if not (isinstance(node, ast.Call) and not node.keywords and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "squeeze"):
+        return
+    method = not node.args
+    if not method and not (len(node.args) == 1 and isinstance(node.func.value, ast.Name)
+                           and node.func.value.id in ("np", "numpy", "torch")):
+        return
+    inner = node.func.value if method else node.args[0]
+
+    def apply(n, tree):
+        parent = _parent(tree, n)
+        return parent is not None and _replace_child(parent, n, n.func.value if not n.args else n.args[0])
+    yield Edit(i, "squeeze", apply, f"`{_text(inner)}` in place of `{_text(node)}`",
+               "squeeze() with no axis drops every axis of size 1, the ones the result keeps to broadcast over (a "
+               "mask's heads and queries) and a batch of one too.")
+
+
+SIZE_ONE_KINDS = [_extra_new_axis, _index_drops_axis, _reduction_axis_at_the_end, _squeezed]

@@ -1,0 +1,159 @@
+"""The repair's edits of a value carried from step to step (probes/streams.py: a residual that adds the block's
+input where the stream so far belongs, a flag overwritten in a loop, a loop counted from 1, a call on a shifted
+value at one place and on the unshifted one at another, lists made outside the function), and three of one
+call or one line: a squeeze() that drops the axes a mask keeps (size_one_axes.py), every division by a norm
+(everywhere.py), two parameters in each other's place (arithmetic.py). Rows that do not sum to one and a row
+written after its EOS name only an effect: the repair's line comes first. Each slip is written as a student
+would; each diagnosis is read from the checker with its catalog emptied; right answers written otherwise keep
+full marks."""
+
+import numpy as np
+
+from encdec.attention import create_causal_mask, padding_mask
+from encdec.checks import lesson01, lesson03, lesson04, lesson05, lesson08, lesson09
+from encdec.layers import rms_norm
+from encdec.checks.core import Case
+from encdec.checks.probes.repair import repair
+from test_repair import attempt_for, feedback, no_catalog, time_enough  # noqa: F401 (fixtures)
+
+
+def softmax_denominator_unshifted(x, axis=-1):
+    top = np.max(x, axis=axis, keepdims=True)
+    numerator = np.exp(x - top)
+    return numerator / np.sum(np.exp(x), axis=axis, keepdims=True)
+
+
+def test_a_call_on_the_unshifted_value_is_named(no_catalog, time_enough):
+    no_catalog("softmax")
+    score, text = feedback(lesson01.check_softmax, softmax_denominator_unshifted)
+    assert score < lesson01.SOFTMAX.points
+    assert "With `np.exp(x - top)` in place of `np.exp(x)` there" in text, text
+
+
+def mask_squeezed(tgt_in, pad_id):
+    return create_causal_mask(np.shape(tgt_in)[-1]) + padding_mask(tgt_in, pad_id).squeeze()
+
+
+def test_a_squeeze_that_drops_the_masks_axes_is_named(no_catalog, time_enough):
+    no_catalog("decoder_mask")
+    score, text = feedback(lesson03.check_decoder_mask, mask_squeezed)
+    assert score < lesson03.DECODER_MASK.points
+    assert "squeeze() with no axis drops every axis of size 1" in text, text
+
+
+def logits_of_unit_vectors(h, E):
+    h = h / np.linalg.norm(h, axis=-1, keepdims=True)
+    return h @ (E / np.linalg.norm(E, axis=-1, keepdims=True)).T
+
+
+def logits_by_einsum(h, E):
+    return np.einsum("...md,vd->...mv", h, E)
+
+
+def test_vectors_divided_by_their_norms_are_named(no_catalog, time_enough):
+    no_catalog("output_logits")
+    score, text = feedback(lesson03.check_output_logits, logits_of_unit_vectors)
+    assert score < lesson03.OUTPUT_LOGITS.points
+    assert "the product is the cosine of their angle" in text, text
+
+
+def test_logits_by_einsum_get_full_marks(time_enough):
+    score, text = feedback(lesson03.check_output_logits, logits_by_einsum)
+    assert score == lesson03.OUTPUT_LOGITS.points, text
+
+
+outputs_so_far, weights_so_far = [], []
+
+
+def steps_into_outer_lists(mha, H_enc, H_dec, mask=None):
+    K, V = mha.project_kv(H_enc)
+    for t in range(H_dec.shape[-2]):
+        out, w = mha.attend(H_dec[..., t:t + 1, :], K, V, mask)
+        outputs_so_far.append(out)
+        weights_so_far.append(w)
+    return np.concatenate(outputs_so_far, axis=-2), np.concatenate(weights_so_far, axis=-2)
+
+
+def test_lists_made_outside_the_function_are_named(no_catalog, time_enough):
+    no_catalog("cross_attention_step_by_step")
+    score, text = feedback(lesson04.check_cross_attention_step_by_step, steps_into_outer_lists)
+    assert score < lesson04.CROSS_ATTENTION_STEP_BY_STEP.points
+    assert "`outputs_so_far` and `weights_so_far` are lists made outside the function" in text, text
+
+
+def post_norm_residuals_from_the_input(block, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
+    sa, _ = block.self_attn(x, mask=self_attn_mask)
+    h1 = rms_norm(x + sa, block.norm1_gamma)
+    ca, weights = block.cross_attn(h1, encoder_output, mask=cross_attn_mask)
+    h2 = rms_norm(x + ca, block.norm2_gamma)
+    return rms_norm(x + block.ffn(h2), block.norm3_gamma), weights
+
+
+def test_residuals_that_add_the_blocks_input_are_named(no_catalog, time_enough):
+    no_catalog("decoder_block_post_norm")
+    score, text = feedback(lesson05.check_decoder_block_post_norm, post_norm_residuals_from_the_input)
+    assert score < lesson05.DECODER_BLOCK_POST_NORM.points
+    assert "`h1` in place of `x` in `x + ca`, `h2` in place of `x` in `x + block.ffn(h2)`" in text, text
+
+
+def schedule_names_exchanged(step, d_model, warmup_steps, factor=1.0):
+    return factor * d_model ** -0.5 * min(step ** -0.5, warmup_steps * step ** -1.5)
+
+
+def schedule_written_otherwise(step, d_model, warmup_steps, factor=1.0):
+    return factor / np.sqrt(d_model) * min(1 / np.sqrt(step), step / warmup_steps ** 1.5)
+
+
+def test_two_parameters_in_each_others_place_are_named(no_catalog, time_enough):
+    no_catalog("warmup_schedule")
+    score, text = feedback(lesson08.check_warmup_schedule, schedule_names_exchanged)
+    assert score < lesson08.WARMUP_SCHEDULE.points
+    assert "`warmup_steps` and `step` exchanged in `warmup_steps * step ** (-1.5)`" in text, text
+
+
+def test_a_schedule_written_otherwise_gets_full_marks(time_enough):
+    score, text = feedback(lesson08.check_warmup_schedule, schedule_written_otherwise)
+    assert score == lesson08.WARMUP_SCHEDULE.points, text
+
+
+def greedy_flag_overwritten(model, src, bos_id, eos_id, max_len):
+    one = src.ndim == 1
+    batch = src[None] if one else src
+    pad = model.config.pad_id
+    H_enc, src_mask = model.encode(batch)
+    tgt_in = np.full((batch.shape[0], 1), bos_id)
+    done = np.zeros(batch.shape[0], dtype=bool)
+    for _ in range(max_len):
+        logits = model.decode(tgt_in, H_enc, src_mask)[:, -1].copy()
+        logits[:, [bos_id, pad]] = -np.inf
+        nxt = np.where(done, pad, logits.argmax(axis=-1))
+        tgt_in = np.concatenate([tgt_in, nxt[:, None]], axis=1)
+        done = nxt == eos_id
+        if done.all():
+            break
+    return tgt_in[0, 1:] if one else tgt_in[:, 1:]
+
+
+def test_a_flag_overwritten_in_the_loop_is_named(no_catalog, time_enough):
+    no_catalog("greedy_decode")
+    score, text = feedback(lesson09.check_greedy_decode, greedy_flag_overwritten)
+    assert score < lesson09.GREEDY_DECODE.points
+    assert "With `done = done | (nxt == eos_id)` in place of `done = nxt == eos_id`" in text, text
+
+
+def ref_position_weights(table, n):
+    return np.stack([table[t] * t for t in range(n)])
+
+
+def slip_positions_from_one(table, n):
+    rows = []
+    for t in range(1, n + 1):
+        rows.append(table[t] * t)
+    return np.stack(rows)
+
+
+def test_a_loop_counted_from_one_is_named(time_enough):
+    table = np.random.default_rng(5).normal(size=(9, 3))
+    cases = [Case("n = 4", (table, 4)), Case("n = 6", (table, 6))]
+    found = repair(attempt_for(slip_positions_from_one, ref_position_weights, cases))
+    assert found is not None and "With `range(0, n)` in place of `range(1, n + 1)`" in found.diagnosis, found
