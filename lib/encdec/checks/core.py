@@ -490,11 +490,12 @@ class Checker:
         (dropping `+ mask` where that part's masks were all None); it is withdrawn, and the part's cause is
         the fixes that remain, or none. Each part's message is then written again with its cause."""
         from .probes.repair import finding, rebound, still_right
-        changed = {}
+        changed, seen = {}, set()
         for _, _, mistake, student in self._causes:
             fixes = getattr(mistake, "fixes", ())
-            if not fixes or id(mistake) in changed:
-                continue
+            if not fixes or id(mistake) in seen:
+                continue  # a later part that took an earlier part's fix (_earlier_fix): confirmed with that part
+            seen.add(id(mistake))
             runs = [attempt for answer, attempt in self._runs if answer is student]
             elsewhere = [(answer, attempt) for answer, attempt in self._runs if answer is not student]
             kept = [(edit, copy_) for edit, copy_ in fixes if all(still_right(a, copy_) for a in runs)
@@ -516,13 +517,29 @@ class Checker:
     REPAIR_SECONDS = 1.0  # for the probes and the repair, over the whole check
 
     def _find_slip(self, probes, attempt):
-        """The probes' finding (probes.find_slip), the repair given what is left of the check's time for it."""
+        """The probes' finding (probes.find_slip), the repair given what is left of the check's time for it; first,
+        a fix the repair found for an earlier part of the same answer, where it mends this part's cases too."""
+        earlier = self._earlier_fix(attempt)
+        if earlier is not None:
+            return earlier
         attempt.repair_seconds = max(0.0, self.REPAIR_SECONDS - getattr(self, "_repaired", 0.0))
         start = time.perf_counter()
         try:
             return _probes.find_slip(probes, attempt)
         finally:
             self._repaired = getattr(self, "_repaired", 0.0) + time.perf_counter() - start
+
+    def _earlier_fix(self, attempt):
+        """The finding of an earlier part whose fix (the repair's copy of the answer) is right on this part's cases
+        too, else None: one slip is named once, and a later part does not guess another cause for it (a fitted
+        factor where the fix is a parenthesis)."""
+        from .probes.repair import rebound, still_right
+        for _, _, mistake, student in self._causes:
+            for _, copy_ in getattr(mistake, "fixes", ()):
+                candidate = copy_ if student is attempt.student else rebound(copy_, student, attempt.student)
+                if candidate is not None and still_right(attempt, candidate, seconds=0.3):
+                    return mistake
+        return None
 
     def _locate(self, attempt, reference):
         """The tracer's finding (probes.locate), within what is left of the check's time for it."""

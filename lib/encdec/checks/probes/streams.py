@@ -82,8 +82,9 @@ def _counted_from_one(i, node, fdef):
             and len(node.iter.args) == 2 and _const_int(node.iter.args[0]) == 1):
         return
     stop = node.iter.args[1]
-    new_stop = stop.left if isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.Add) \
-        and _const_int(stop.right) == 1 else ast.BinOp(stop, ast.Sub(), ast.Constant(1))
+    if not (isinstance(stop, ast.BinOp) and isinstance(stop.op, ast.Add) and _const_int(stop.right) == 1):
+        return  # n steps counted 1..n; range(1, n) leaves a step out, the off-by-one edit's matter
+    new_stop = stop.left
 
     def apply(n, tree):
         n.iter.args = [_int_node(0), copy.deepcopy(new_stop)]
