@@ -157,3 +157,85 @@ def test_a_loop_counted_from_one_is_named(time_enough):
     cases = [Case("n = 4", (table, 4)), Case("n = 6", (table, 6))]
     found = repair(attempt_for(slip_positions_from_one, ref_position_weights, cases))
     assert found is not None and "With `range(0, n)` in place of `range(1, n + 1)`" in found.diagnosis, found
+
+
+# -- batch r's kinds: every power of a difference, a fitted factor that changes, the largest float, a generator
+#    read twice, another sublayer's weights ----------------------------------------------------------------------
+def adam_both_corrections_grouped(param, grad, m, v, t, lr, beta1=0.9, beta2=0.98, eps=1e-9):
+    m = beta1 * m + (1 - beta1) * grad
+    v = beta2 * v + (1 - beta2) * grad ** 2
+    step = lr * (m / (1 - beta1) ** t) / (np.sqrt(v / (1 - beta2) ** t) + eps)
+    return param - step, m, v
+
+
+def test_both_bias_corrections_grouped_are_named_as_one_change_not_as_a_factor(no_catalog, time_enough):
+    no_catalog("adam_update")
+    score, text = feedback(lesson08.check_adam_update, adam_both_corrections_grouped)
+    assert score < lesson08.ADAM_UPDATE.points
+    assert "in place of every `(1 - b) ** t` (`(1 - beta1) ** t`, `(1 - beta2) ** t`)" in text, text
+    assert "exactly once" not in text  # a factor that changes from case to case is not lr's
+
+
+def mask_by_nan_to_num(seq_len):
+    return np.nan_to_num(np.triu(np.ones((seq_len, seq_len)), k=1) * -np.inf, nan=0.0)
+
+
+def test_infinities_turned_into_the_largest_float_are_named(no_catalog, time_enough):
+    no_catalog("create_causal_mask")
+    score, text = feedback(lesson03.check_create_causal_mask, mask_by_nan_to_num)
+    assert score < lesson03.CREATE_CAUSAL_MASK.points
+    assert "the float of largest size, wherever the right one has -inf" in text and "np.nan_to_num" in text, text
+
+
+def steps_from_a_generator(mha, H_enc, H_dec, mask=None):
+    K, V = mha.project_kv(H_enc)
+    steps = (mha.attend(H_dec[..., t:t + 1, :], K, V, mask) for t in range(H_dec.shape[-2]))
+    outputs = np.concatenate([o for o, _ in steps], axis=-2)
+    return outputs, np.concatenate([w for _, w in steps], axis=-2)
+
+
+def test_a_generator_read_twice_is_named(no_catalog, time_enough):
+    no_catalog("cross_attention_step_by_step")
+    score, text = feedback(lesson04.check_cross_attention_step_by_step, steps_from_a_generator)
+    assert score < lesson04.CROSS_ATTENTION_STEP_BY_STEP.points
+    assert "`steps` is a generator: the first pass over it uses it up" in text, text
+
+
+def ref_encoder_keys(block, H):
+    return H @ block.cross_attn.W_k, H @ block.cross_attn.W_v
+
+
+def slip_encoder_keys_from_self_attention(block, H):
+    pair = (H @ block.self_attn.W_k, H @ block.self_attn.W_v)
+    return pair
+
+
+def test_another_sublayers_weights_in_one_statement_are_named(time_enough):
+    from types import SimpleNamespace
+    r = np.random.default_rng(8)
+    weights = [SimpleNamespace(W_k=r.normal(size=(4, 4)), W_v=r.normal(size=(4, 4))) for _ in range(2)]
+    block = SimpleNamespace(self_attn=weights[0], cross_attn=weights[1])
+    cases = [Case("H (3, 4)", (block, r.normal(size=(3, 4)))), Case("H (2, 5, 4)", (block, r.normal(size=(2, 5, 4))))]
+    found = repair(attempt_for(slip_encoder_keys_from_self_attention, ref_encoder_keys, cases))
+    assert found is not None and "With `cross_attn` in place of each `self_attn` in that statement" in found.diagnosis, \
+        found
+
+
+def scaled_by_lr(x, lr):
+    return lr * x
+
+
+def scaled_by_lr_and_length(x, lr):
+    return lr * x * len(x)  # a multiple of the right steps, and another one on each length
+
+
+def test_a_fitted_factor_is_named_only_where_it_is_the_same_on_the_other_cases():
+    from encdec.checks.probes import Probes, Scale
+    probes = Probes(lambda k, x, lr: k.get("lr", lr) * x,
+                    Scale(lambda x, lr: [("lr", lr, None)], what="the steps", knob="lr"))
+    r = np.random.default_rng(2)
+    same = [Case("x of 3", (r.normal(size=3), 0.1)), Case("x of 3 again", (r.normal(size=3), 0.2))]
+    other = [Case("x of 3", (r.normal(size=3), 0.1)), Case("x of 5", (r.normal(size=5), 0.2))]
+    named = probes.probes[0].find(attempt_for(scaled_by_lr_and_length, scaled_by_lr, same), probes)
+    assert named is not None and "multiplied by 0.3 where lr = 0.1 is right" in named.diagnosis, named
+    assert probes.probes[0].find(attempt_for(scaled_by_lr_and_length, scaled_by_lr, other), probes) is None

@@ -150,6 +150,12 @@ def _observe_cache(fn, what):
         if self_q > B * (steps + 1):
             return summary, (f"a decoder block's self-attention computed queries for {self_q} positions {tokens}: "
                              f"with the cache, each step feeds one new position per sequence ({B * steps} in all)"), outcome
+        if self_k > B * (steps + 1) and self_k - B * steps == B * n and cross_k == 0:
+            return summary, (f"a decoder block's self-attention weights made keys for {self_k} positions {tokens}: "
+                             f"{B * steps} for the tokens and {B * n} more, as many as the sources' positions ({B} of "
+                             f"{n}), and cross-attention's W_k made none. The encoder's keys and values are made with "
+                             "the self-attention's weights where cross-attention's belong (b.cross_attn.W_k, "
+                             "b.cross_attn.W_v)."), outcome
         if self_k > B * (steps + 1):
             return summary, (f"a decoder block's self-attention computed keys for {self_k} positions {tokens} "
                              f"({B * steps} would do): the keys and values of past positions are recomputed at "

@@ -5,13 +5,15 @@ np.dot, swapaxes(-1, -2) for every .T, keepdims=True on every reduction over an 
 passed to every norm that was left with its default, one axis written wrong in each call of a kind, and
 axis=-1 given to np.insert, np.append and np.delete, which flatten the array without one, swapaxes's and
 tensordot's axes counted from the end where they are counted from the front, np.pad given a pair of widths
-for each axis where one pair pads them all, and every division by a norm taken out (a cosine for a dot product). Same contract as edits.py: each kind yields
+for each axis where one pair pads them all, every division by a norm taken out (a cosine for a dot product), and every power of a parenthesised
+difference regrouped (`(1 - beta1) ** t`, `(1 - beta2) ** t`). Same contract as edits.py: each kind yields
 Edit(index, kind, apply, said, why); each applies to the whole function (index 0) and needs two places or
 more (one place is edits.py's), except the eps, which reads a constant the code never passes.
 """
 
 import ast
 
+from .arithmetic import _regroup
 from .edits import _dot, _keepdims, _transpose
 from .nodes import _REDUCTIONS, Edit, _axis_slots, _callee, _const_int, _int_node, _parent, _replace_child, _text
 
@@ -197,6 +199,12 @@ def _axis_for_flattening(i, node, fdef):
                "each sequence, whatever batch axes come first.", calls[0].lineno)
 
 
+def _power_of_a_difference(node):
+    """`(1 - beta1) ** t`: a power of a parenthesised difference."""
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.left, ast.BinOp) \
+        and isinstance(node.left.op, ast.Sub)
+
+
 def _tensordot_axes(node):
     """(the axes node, its ints in order) of `np.tensordot(a, b, axes=([1], [1]))` (or dims= in torch), else None."""
     if not (isinstance(node, ast.Call) and _callee(node) == "tensordot"):
@@ -291,6 +299,9 @@ EVERYWHERE_KINDS = [
     _every(_keepdims, "keepdim=True added to every reduction over a dim",
            "a reduction drops the dim it runs over; keepdim=True keeps it with size 1, so that the result lines "
            "up (broadcasts) with the tensor it came from.", _over_an_axis, which=1),
+    _every(_regroup, "`1 - b ** t` in place of every `(1 - b) ** t`",
+           "the parentheses make `1 - b` one term, so the power applies to all of it; the formula raises `b` alone "
+           "(a bias correction's 1 - beta^t), at each place.", _power_of_a_difference),
     _model_eps,
     _every_axis,
     _axis_for_flattening,

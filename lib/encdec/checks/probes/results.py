@@ -1,6 +1,7 @@
 """What the answer's returned value itself says, before any probe computes a variant: the right results in
 another order, the right numbers in another shape or with their axes in another order, an integer array
-where the answer has fractions, and the right array reduced over one axis (its argmax, mean, sum or max).
+where the answer has fractions, the right array reduced over one axis (its argmax, mean, sum or max), and
+the largest float where the right result has an infinity (np.nan_to_num).
 Each reads only the answer's output and the reference's on the failing case, so each is exact: it names the
 slip only when the numbers say so. Always on, first in the judging order (judging.py).
 """
@@ -177,4 +178,27 @@ class Reduced(Probe):
         return None
 
 
-RESULT_PROBES = [Reordered(), Reshaped(), Permuted(), Truncated(), Reduced()]
+class LargestFloat(Probe):
+    """±1.797e308 (the largest float) where the right result has ±inf: np.nan_to_num, which replaces the
+    infinities too unless told otherwise, or a clip to the float range."""
+
+    kind = "result"
+
+    def find(self, attempt, probes):
+        if attempt.error is not None:
+            return None
+        for label, mine, right in _pairs(attempt):
+            if mine is None or right is None or mine.shape != right.shape or not np.issubdtype(mine.dtype, np.floating):
+                continue
+            big = np.finfo(mine.dtype).max
+            swapped = np.isinf(right) & (np.abs(mine) == big) & (np.sign(mine) == np.sign(right))
+            if swapped.any() and np.array_equal(np.where(swapped, right, mine), right, equal_nan=True):
+                return self.finding(attempt, "largest_float", (
+                    f"{label} holds {float(mine[swapped][0]):.4g}, the float of largest size, wherever the right one has "
+                    f"{float(right[swapped][0]):g}: something turned the infinities into finite numbers. np.nan_to_num "
+                    "does that to ±inf as well as to nan unless it is given posinf=np.inf and neginf=-np.inf; make "
+                    "only the entries you mean with np.where."))
+        return None
+
+
+RESULT_PROBES = [Reordered(), Reshaped(), Permuted(), Truncated(), Reduced(), LargestFloat()]

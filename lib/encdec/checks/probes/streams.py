@@ -3,7 +3,7 @@ residual that adds the block's input where the stream so far belongs (`h2 = norm
 `h1 = norm(x + sa)`), a flag overwritten in a loop where it accumulates (`done = nxt == eos` for
 `done = done | (nxt == eos)`), a loop counted from 1 where positions count from 0 (`range(1, n + 1)`), and the
 same call made on a shifted value at one place and on the unshifted one at another (`np.exp(x - m)` and
-`np.exp(x)`), and a list made outside the function that each call appends to. Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
+`np.exp(x)`), and a list made outside the function that each call appends to, and a generator read twice. Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
 
 import ast
@@ -155,4 +155,24 @@ def _state_between_calls(i, node, fdef):
                    and isinstance(c.func.value, ast.Name) and c.func.value.id in names))
 
 
-STREAM_KINDS = [_state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]
+def _generator_read_twice(i, node, fdef):
+    """`steps = (f(t) for t in ...)` then two passes over `steps`: a generator is used up by the first pass, and the
+    second finds nothing; a list keeps its items for both."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.GeneratorExp)):
+        return
+    name = node.targets[0].id
+    passes = [n for n in ast.walk(fdef) if isinstance(n, (ast.For, ast.comprehension))
+              and isinstance(n.iter, ast.Name) and n.iter.id == name]
+    if len(passes) < 2:
+        return
+
+    def apply(n, tree):
+        n.value = ast.ListComp(n.value.elt, n.value.generators)
+        return True
+    yield Edit(i, "generator", apply, f"a list, `[...]`, in place of the generator `(...)` in `{name} = ...`",
+               f"`{name}` is a generator: the first pass over it uses it up, and the second finds nothing. A list "
+               "keeps its items for every pass.")
+
+
+STREAM_KINDS = [_generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]

@@ -235,6 +235,8 @@ class Scale(Variant):
             return None
         from .constants import name_number
         named = name_number(factor, getattr(attempt, "sizes", None))
+        if not self._same_ratio(attempt, probes, factor / right_factor, named, right_factor):
+            return None
         shown = f"{factor:.4g}" + (f" = {named}" if named else "")
         if label == f"{right_factor:g}":  # the right factor is a plain number (1: no scaling at all)
             return self.finding(attempt, "other", (
@@ -245,6 +247,30 @@ class Scale(Variant):
         return self.finding(attempt, "other", (
             f"{self.what} are multiplied by {shown} where {label} = {right_factor:.4g} is right "
             f"({factor / right_factor:.4g} times the right factor). Scale them by {label} exactly once."), weak=True)
+
+    def _same_ratio(self, attempt, probes, ratio, named, right_here):
+        """False when, on one of up to two other cases of the part where the answer is wrong too, the fitted factor
+        is another multiple of the right one and another number, or (where it is a named size, d_model) another
+        size's: a factor that changes from case to case is no slip of a factor (two bias corrections grouped wrong
+        give 7.5 on one case, 4.9 on another)."""
+        from .constants import name_number
+        for other in attempt.others[:2]:
+            try:
+                there = attempt.on(other)
+            except Exception:
+                continue
+            if there.error is not None or there.right():
+                continue
+            right = [f for _, f, why in self.candidates(*other.args, **other.kwargs) if why is None]
+            fitted = self._fit(there, probes)
+            if not right or fitted is None:
+                return False
+            if named and name_number(fitted, getattr(there, "sizes", None)) == named:
+                continue  # the same size (d_model) on each case
+            if not np.isclose(fitted / right[0], ratio, rtol=1e-3) and not np.isclose(fitted, ratio * right_here,
+                                                                                      rtol=1e-3):
+                return False  # neither the same multiple of the right factor nor the same number
+        return True
 
     def _fit(self, attempt, probes):
         """The factor s whose model output is nearest the student's (constants.fit, on a log scale)."""

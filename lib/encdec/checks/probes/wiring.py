@@ -6,7 +6,8 @@ each kind yields Edit(index, kind, apply, said, why). Also: the residual left ou
 norm, another attribute named alike (norm2_gamma for norm3_gamma, W_k for W_v), a norm around every
 sublayer's input, a sublayer reading the stream before an earlier sublayer's output is added, a factor applied
 after a call (a softmax) where it belongs on the call's input, and a parameter that arrives already made
-(K from project_kv) made again by the object's weight (`merge_heads(K) @ self.W_k`).
+(K from project_kv) made again by the object's weight (`merge_heads(K) @ self.W_k`), and another sublayer's weights read in one
+statement (`b.self_attn.W_k` where `b.cross_attn.W_k` belongs).
 """
 
 import ast
@@ -204,6 +205,28 @@ def _sibling_attribute(i, node, fdef):
                    f"`{_text(node)}` belongs to another step: each step has its own, and this one reads `{other}`.")
 
 
+_SUBLAYERS = ("self_attn", "cross_attn")
+
+
+def _other_sublayer(i, node, fdef):
+    """`H_enc @ b.self_attn.W_k` (and `.W_v`) in one statement where the cross-attention's weights belong: every
+    `self_attn` of the statement read as `cross_attn`, or the other way round, as one change."""
+    if not isinstance(node, (ast.Assign, ast.Return, ast.Expr)):
+        return
+    for old, new in (_SUBLAYERS, _SUBLAYERS[::-1]):
+        if not any(isinstance(a, ast.Attribute) and a.attr == old for a in ast.walk(node)):
+            continue
+
+        def apply(n, tree, old=old, new=new):
+            for a in ast.walk(n):
+                if isinstance(a, ast.Attribute) and a.attr == old:
+                    a.attr = new
+            return True
+        yield Edit(i, "attribute", apply, f"`{new}` in place of each `{old}` in that statement",
+                   f"the statement reads the weights of `{old}` where those of `{new}` belong: each sublayer has its "
+                   "own W_q, W_k, W_v and W_o.")
+
+
 def _unwrap_each_argument(i, node, fdef):
     """`sublayer(rms_norm(x, g))` at every sublayer, where the formula gives each sublayer `x` itself (a
     post-norm block normalised before each sublayer too): every such call taken out, as one change."""
@@ -269,5 +292,5 @@ def _made_again(i, node, fdef):
                found[0].lineno)
 
 
-WIRING_KINDS = [_made_again, _residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _sibling_attribute,
+WIRING_KINDS = [_made_again, _residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _sibling_attribute, _other_sublayer,
                 _unwrap_each_argument]
