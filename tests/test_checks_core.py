@@ -443,3 +443,21 @@ class _HostileSoftmax:
 def test_an_answer_whose_signature_raises_still_loses_the_group_with_a_reason():
     score, text = run(L.check_softmax, _HostileSoftmax())
     assert score == 0 and "changed `argument 1` in place" in text, text
+
+
+def test_calling_another_reference_is_not_called_the_exercises_own_function():
+    """5.3 asks for the post-norm block; an answer that calls the library's pre-norm DecoderBlock is told that it
+    calls a reference it may not, not that it is the function the exercise asks for."""
+    import contextlib
+    import io
+    from encdec.checks import lesson05
+    from encdec.layers import rms_norm
+
+    def post_norm_through_the_block(block, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
+        out, weights = block(x, encoder_output, self_attn_mask, cross_attn_mask)
+        return rms_norm(out, block.norm3_gamma), weights
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        score = lesson05.check_decoder_block_post_norm(post_norm_through_the_block, hidden=True)
+    text = out.getvalue()
+    assert score == 0 and "`DecoderBlock.__call__`" in text, text
+    assert "which this exercise does not let you call" in text and "the very function" not in text, text

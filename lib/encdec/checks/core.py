@@ -324,6 +324,7 @@ class Checker:
 
     def __init__(self, exercise, points=None, hidden=False):
         self.exercise, self.title = exercise.number, exercise.title
+        self.declaration = exercise
         self.name = getattr(exercise, "name", exercise.title)  # what catalog mistakes and probes call it
         self.points = exercise.points if points is None else points
         self.hidden = hidden
@@ -380,10 +381,23 @@ class Checker:
         self.parts.append(Part(label, weight, bool(ok), message, outcomes, robust, values))
         return ok
 
+    def _own_reference(self, called):
+        """False only where the reference the answer called is plainly another function than the exercise's own
+        (5.3's post-norm block calling the library's pre-norm DecoderBlock); True where they are one, or unknown."""
+        reference = getattr(self.declaration, "reference", None)
+        method = getattr(self.declaration, "method", None)
+        if method and reference is not None:
+            reference = getattr(reference, method, None)
+        qualname = getattr(reference, "__qualname__", None)
+        return not isinstance(qualname, str) or qualname.split(".")[-1] == called.split(".")[-1]
+
     def _explain_error(self, outcome):
         if outcome.delegated:
-            self.stop(f"your code calls the reference `{outcome.delegated}` from encdec, the very "
-                      "function this exercise asks you to write. Write it yourself with NumPy.", "delegated")
+            own = self._own_reference(outcome.delegated)
+            self.stop(f"your code calls the reference `{outcome.delegated}` from encdec, " + (
+                "the very function this exercise asks you to write. Write it yourself with NumPy." if own else
+                "which this exercise does not let you call: it computes another form of what you are asked to write, "
+                "or a part of it. Write the steps yourself with NumPy."), "delegated")
             return self.stopped
         exc = outcome.error
         if isinstance(exc, NotImplementedError):
