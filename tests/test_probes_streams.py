@@ -239,3 +239,71 @@ def test_a_fitted_factor_is_named_only_where_it_is_the_same_on_the_other_cases()
     named = probes.probes[0].find(attempt_for(scaled_by_lr_and_length, scaled_by_lr, same), probes)
     assert named is not None and "multiplied by 0.3 where lr = 0.1 is right" in named.diagnosis, named
     assert probes.probes[0].find(attempt_for(scaled_by_lr_and_length, scaled_by_lr, other), probes) is None
+
+
+# -- batch s's kinds: one list with two names, a factor outside a sum, a factor one branch lacks, a batch axis
+#    kept for one source (the shape says it; no line is blamed) ------------------------------------------------------
+def steps_into_one_list_with_two_names(mha, H_enc, H_dec, mask=None):
+    K, V = mha.project_kv(H_enc)
+    outs = ws = []
+    for t in range(H_dec.shape[-2]):
+        o, w = mha.attend(H_dec[..., t:t + 1, :], K, V, mask)
+        outs.append(o)
+        ws.append(w)
+    return np.concatenate(outs, axis=-2), np.concatenate(ws, axis=-2)
+
+
+def test_one_list_with_two_names_is_named(no_catalog, time_enough):
+    no_catalog("cross_attention_step_by_step")
+    score, text = feedback(lesson04.check_cross_attention_step_by_step, steps_into_one_list_with_two_names)
+    assert score < lesson04.CROSS_ATTENTION_STEP_BY_STEP.points
+    assert "`outs = ws = []` makes one object with two names" in text, text
+
+
+def softmax_backward_sum_then_product(dout, probs, axis=-1):
+    return probs * (dout - dout.sum(axis=axis, keepdims=True) * probs)
+
+
+def test_a_factor_outside_the_sum_is_named(no_catalog, time_enough):
+    from encdec.checks import lesson07
+    no_catalog("softmax_backward")
+    score, text = feedback(lesson07.check_softmax_backward, softmax_backward_sum_then_product)
+    assert score < lesson07.SOFTMAX_BACKWARD.points
+    assert "`probs` multiplies the sum, where the formula sums the products" in text, text
+
+
+def schedule_decay_without_d_model(step, d_model, warmup_steps, factor=1.0):
+    if step < warmup_steps:
+        return factor * d_model ** -0.5 * step * warmup_steps ** -1.5
+    return factor * step ** -0.5
+
+
+def test_a_factor_one_branch_lacks_is_named(no_catalog, time_enough):
+    no_catalog("warmup_schedule")
+    score, text = feedback(lesson08.check_warmup_schedule, schedule_decay_without_d_model)
+    assert score < lesson08.WARMUP_SCHEDULE.points
+    assert "has the factor `d_model ** (-0.5)`" in text and "does not: the formula applies it to both" in text, text
+
+
+def cached_decode_keeps_the_batch_axis(model, src, bos_id, eos_id, max_len):
+    from encdec.decoding import KVCache, decode_step
+    src = np.atleast_2d(src)
+    H_enc, src_mask = model.encode(src)
+    cache = KVCache(model, H_enc, src_mask)
+    token, done, steps = np.full(len(src), bos_id), np.zeros(len(src), bool), []
+    for _ in range(max_len):
+        logits = decode_step(model, token, cache)
+        logits[:, bos_id] = -np.inf
+        logits[:, model.config.pad_id] = -np.inf
+        token = np.where(done, model.config.pad_id, np.argmax(logits, axis=-1))
+        steps.append(token)
+        done |= token == eos_id
+        if done.all():
+            break
+    return np.stack(steps, axis=1)
+
+
+def test_a_batch_axis_kept_for_one_source_blames_no_line(time_enough):
+    score, text = feedback(lesson09.check_cached_greedy_decode, cached_decode_keeps_the_batch_axis)
+    assert score < lesson09.CACHED_GREEDY_DECODE.points
+    assert "an unbatched input was given a batch axis" in text and "first value that goes wrong" not in text, text

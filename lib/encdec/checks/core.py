@@ -468,7 +468,8 @@ class Checker:
                                         others=[c for c in cases if c is not case], student=student,
                                         forbidden=forbidden, reference=reference), student, every)
                            or (None if _other_structure(got, expected) else self._find_slip(probes, attempt))
-                           or (None if _other_structure(got, expected) else self._locate(attempt, reference)))
+                           or (None if _other_structure(got, expected) or _same_numbers(got, expected)
+                               else self._locate(attempt, reference)))
                 return self._failed(label, _join(case, problem, ""), mistake, student, weight, cases, case, robust)
             changed = inputs_kept and inputs.changed_inputs(student, args, kwargs, case.args, case.kwargs)
             if changed:
@@ -733,6 +734,17 @@ def _with_shape_reason(problem, got, expected, names, sizes):
             reason = _probes.explain_shape(g_arr.shape, e_arr.shape, sizes)
             return f"{problem}: {reason}" if reason else problem
     return problem
+
+
+def _same_numbers(got, expected):
+    """True when the answer's array holds the right numbers with an axis of size 1 more or fewer (a batch axis
+    kept for one source): the shape's message says it all, and no line's values are wrong."""
+    try:
+        g, e = np.asarray(got), np.asarray(expected)
+        return g.shape != e.shape and g.size == e.size and g.dtype != object and np.array_equal(
+            g.reshape(-1), e.reshape(-1)) and np.squeeze(g).shape == np.squeeze(e).shape
+    except Exception:
+        return False
 
 
 def _other_structure(got, expected):

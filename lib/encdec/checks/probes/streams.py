@@ -3,7 +3,7 @@ residual that adds the block's input where the stream so far belongs (`h2 = norm
 `h1 = norm(x + sa)`), a flag overwritten in a loop where it accumulates (`done = nxt == eos` for
 `done = done | (nxt == eos)`), a loop counted from 1 where positions count from 0 (`range(1, n + 1)`), and the
 same call made on a shifted value at one place and on the unshifted one at another (`np.exp(x - m)` and
-`np.exp(x)`), and a list made outside the function that each call appends to, and a generator read twice. Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
+`np.exp(x)`), and a list made outside the function that each call appends to, a generator read twice, and one list with two names (`outs = ws = []`). Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
 
 import ast
@@ -175,4 +175,28 @@ def _generator_read_twice(i, node, fdef):
                "keeps its items for every pass.")
 
 
-STREAM_KINDS = [_generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]
+def _one_list_two_names(i, node, fdef):
+    """`outs = ws = []`: one list with two names, so what is appended to either lands in both; a list each."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) > 1
+            and all(isinstance(t, ast.Name) for t in node.targets)
+            and (isinstance(node.value, (ast.List, ast.Dict, ast.Set)) or isinstance(node.value, ast.Call)
+                 and _text(node.value.func) in ("list", "dict", "set"))):
+        return
+    names = [t.id for t in node.targets]
+
+    def apply(n, tree):
+        holder = next((h for h in ast.walk(tree) for field in ("body", "orelse") if n in getattr(h, field, [])), None)
+        if holder is None:
+            return False
+        body = holder.body if n in holder.body else holder.orelse
+        k = body.index(n)
+        body[k:k + 1] = [ast.Assign([ast.Name(name, ast.Store())], copy.deepcopy(n.value), lineno=n.lineno)
+                         for name in names]
+        return True
+    listed = " and ".join(f"`{name}`" for name in names)
+    yield Edit(i, "one_object", apply, f"a new `{_text(node.value)}` for each of {listed}",
+               f"`{_text(node)}` makes one object with two names: what is added through either lands in both. Make "
+               "one for each name.")
+
+
+STREAM_KINDS = [_one_list_two_names, _generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]
