@@ -76,6 +76,11 @@ def _target(student):
     return None, None
 
 
+def direct(student, fn):
+    """True when the case's arguments are the answer's own (no checker's wrapper between the check and `fn`)."""
+    return student is fn or getattr(student, "__func__", None) is fn or getattr(type(student), "__call__", None) is fn
+
+
 def _tree(fn):
     """The function's syntax tree, its lines numbered as in its file, or None (no source, a closure, not the
     student's code)."""

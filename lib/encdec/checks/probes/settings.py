@@ -15,7 +15,7 @@ import numpy as np
 
 from ..rebinding import rebind
 from .base import Probe
-from .repair import _target, _tree
+from .repair import _target, _tree, direct
 
 
 def _tested_for_truth(fdef):
@@ -49,7 +49,7 @@ class FalsyParameter(Probe):
 
     def find(self, attempt, probes):
         fn, _ = _target(attempt.student) if attempt.student is not None else (None, None)
-        if fn is None or attempt.error is not None or not _direct(attempt.student, fn):
+        if fn is None or attempt.error is not None or not direct(attempt.student, fn):
             return None
         tree = _tree(fn)
         tested = _tested_for_truth(tree.body[0]) if tree is not None else {}
@@ -147,11 +147,6 @@ def _settings(fn, bind, attempt):
             if type(item) is int:
                 found.setdefault(_stem(field), []).append((f"{pname}.config.{field}", item))
     return found
-
-
-def _direct(student, fn):
-    """True when the case's arguments are the answer's own (no wrapper between the check and it)."""
-    return student is fn or getattr(student, "__func__", None) is fn or getattr(type(student), "__call__", None) is fn
 
 
 SETTING_PROBES = [FalsyParameter(), NotebookConstant()]

@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 from .base import Probe
-from .repair import _target, _tree
+from .repair import _target, _tree, direct
 from .settings import answer_arguments
 
 _ESCAPES = {"locals", "vars", "eval", "exec", "globals"}  # a parameter read through these is not seen
@@ -80,7 +80,7 @@ class UnreadParameter(Probe):
 
     def find(self, attempt, probes):
         fn, _ = _target(attempt.student)
-        if fn is None or not self._direct(attempt.student, fn):
+        if fn is None or not direct(attempt.student, fn):
             return None
         tree = _tree(fn)
         if tree is None:
@@ -112,12 +112,6 @@ class UnreadParameter(Probe):
                 + (f" The docstring: \"{said}\"." if said else "")
                 + f" Use `{name}` where the computation needs it."))
         return None
-
-    @staticmethod
-    def _direct(student, fn):
-        """True when the case's arguments are the answer's own (no wrapper between the check and it)."""
-        return student is fn or getattr(student, "__func__", None) is fn \
-            or getattr(type(student), "__call__", None) is fn
 
 
 _NUMBERED = re.compile(r"([A-Za-z_]*?)(\d+)([A-Za-z_]*)")
