@@ -336,6 +336,7 @@ class Checker:
         self.misconceptions = []  # the catalog mistakes named, each once
         self._runs = []  # (answer, an attempt holding a part's cases): what a repair is checked on again
         self._causes = []  # (part, its message without the cause, the cause, the answer) of failed parts
+        self._own_runs = {}  # id(part) -> the attempt of that part's own cases
         self.weights = dict(getattr(exercise, "weights", None) or {})  # {part label: weight}, declared
         self.sizes = dict(getattr(exercise, "sizes", None) or {})  # the sizes its cases give (checks.sizes)
 
@@ -431,7 +432,17 @@ class Checker:
         """
         if self.stopped:
             return False
-        every, cases = list(cases), self.to_run(cases)  # every case, hidden ones too, confirms a probe's finding
+        every = list(cases)  # every case, hidden ones too, confirms a probe's finding
+        models = [held for case in every for held in inputs.held_parameters(student, case.args, case.kwargs)]
+        try:  # the models the cases give, put back as they were whatever the answer (or a probe's run of it) did
+            return self._check_each(label, student, reference, every, catalog, forbidden, weight, names,
+                                    postprocess, probes, robust, inputs_kept)
+        finally:
+            inputs.put_back(models)
+
+    def _check_each(self, label, student, reference, every, catalog, forbidden, weight, names, postprocess, probes,
+                    robust, inputs_kept):
+        cases = self.to_run(every)
         if cases:
             self._runs.append((student, Attempt(self.name, cases[0], student=student, forbidden=tuple(forbidden),
                                                 postprocess=postprocess, names=names, reference=reference,
@@ -439,7 +450,9 @@ class Checker:
         for case in cases:
             recording.saw(self.exercise, label, case, reference)
             args, kwargs = _copy(case.args), _copy(case.kwargs)
+            held = inputs.held_parameters(student, args, kwargs)
             outcome = run_student(student, args, kwargs, forbidden)
+            in_models = inputs.put_back(held)
             self._absorb(outcome, case.label)
             expected = reference(*_copy(case.args), **_copy(case.kwargs))
             if postprocess is not None:
@@ -472,9 +485,9 @@ class Checker:
                                else self._locate(attempt, reference)))
                 return self._failed(label, _join(case, problem, ""), mistake, student, weight, cases, case, robust)
             changed = inputs_kept and inputs.changed_inputs(student, args, kwargs, case.args, case.kwargs)
-            if changed:
-                return self.part(label, False, _join(case, inputs.message(student, changed), ""), weight, cases,
-                                 case, robust)
+            if changed or in_models:
+                said = inputs.message(student, changed) if changed else inputs.parameter_message(student, in_models)
+                return self.part(label, False, _join(case, said, ""), weight, cases, case, robust)
             self._audit(probes, attempt, reference)
         return self.part(label, True, "", weight, cases, robust=robust)
 
@@ -496,6 +509,7 @@ class Checker:
         """A failed part, its message followed by its likely cause; the cause kept to be checked again."""
         ok = self.part(label, False, with_cause(text, self.likely_cause(mistake)), weight, cases, case, robust)
         self._causes.append((self.parts[-1], text, mistake, student))
+        self._own_runs[id(self.parts[-1])] = self._runs[-1][1] if self._runs else None
         return ok
 
     def _confirm_repairs(self):
@@ -518,6 +532,9 @@ class Checker:
                             for other in [rebound(copy_, student, answer)] if other is not None)]
             if len(kept) < len(fixes):
                 changed[id(mistake)] = finding(mistake.exercise, mistake.source, kept, None) if kept else None
+        for part, _, mistake, student in self._causes:
+            if not self._fits_later_parts(part, mistake, student):
+                changed[id(mistake)] = self._other_cause(part, mistake, student)
         if not changed:
             return
         # every cause is written again, in order: a part that said "the same as above" of a withdrawn
@@ -527,6 +544,30 @@ class Checker:
         self.misconceptions = [m for m in self.misconceptions if all(m is not c for c in caused)]
         for part, text, mistake, _ in self._causes:
             part.message = with_cause(text, self.likely_cause(changed.get(id(mistake), mistake)))
+
+    def _fits_later_parts(self, part, mistake, student):
+        """False for a catalog mistake that a later part of the same answer shows to be a coincidence of this
+        part's case: there the answer is wrong, and the mistake gives another output (each part read through
+        its own postprocess: stopping at the first EOS gives a beam's best hypothesis, but not all of them).
+        Earlier parts were asked when the part ran (_confirmed_earlier)."""
+        if mistake is None or getattr(mistake, "fixes", ()) or not callable(getattr(mistake, "run", None)):
+            return True
+        own = self._own_runs.get(id(part))
+        later = [a for answer, a in self._runs[[a for _, a in self._runs].index(own) + 1:] if answer is student] \
+            if own is not None and any(a is own for _, a in self._runs) else []
+        return all(a.reference is None or _confirmed(mistake, [a.case, *a.others], student, a.forbidden,
+                                                      a.postprocess, a.reference) for a in later)
+
+    def _other_cause(self, part, mistake, student):
+        """Another part's catalog mistake for the same answer that fits this part's cases too, else None."""
+        own = self._own_runs.get(id(part))
+        for _, _, other, answer in self._causes:
+            if (own is not None and answer is student and other is not None and other is not mistake
+                    and not getattr(other, "fixes", ()) and callable(getattr(other, "run", None))
+                    and own.reference is not None and _confirmed(other, [own.case, *own.others], student,
+                                                                 own.forbidden, own.postprocess, own.reference)):
+                return other
+        return None
 
     TRACE_SECONDS = 1.0  # for the tracer, over the whole check: a failing exercise is diagnosed within ~2 s
     REPAIR_SECONDS = 1.0  # for the probes and the repair, over the whole check

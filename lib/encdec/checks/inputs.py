@@ -4,9 +4,14 @@ Every lesson asks for new arrays and leaves the caller's unchanged (Lesson 1's "
 Lesson 8's Adam statement). An answer that writes into an input (`x -= m`, `x[0] = 1`,
 `np.exp(x, out=x)`) may still return the right values, so the checks call it on copies and compare
 the copies afterwards. The line is found in the answer's source: the first statement that writes
-into that parameter's name.
+into that parameter's name, or into a name bound to a part of it (`E = model.embedding`, then `E *= s`).
+
+A model given as an argument is not copied: its parameters (`model.parameters()`, arrays by name) are
+held before the call, compared after it and put back, so that an answer that scales `model.embedding` in
+place is told so, and neither the reference's expected values nor a later case sees the changed model.
 """
 import ast
+import contextlib
 import inspect
 import textwrap
 
@@ -22,6 +27,82 @@ def changed_inputs(student, args, kwargs, before_args, before_kwargs):
     return changed
 
 
+def held_parameters(student, args, kwargs):
+    """The models among the arguments (objects whose `parameters()` is a dict of arrays), each with its
+    parameters copied: [(the argument's name, model, {key: (array, copy)})]."""
+    names = _parameter_names(student, len(args)) + list(kwargs)
+    held = []
+    for name, value in zip(names, [*args, *kwargs.values()]):
+        params = _parameters(value)
+        if params:
+            held.append((name, value, {k: (v, v.copy()) for k, v in params.items()}))
+    return held
+
+
+def put_back(held):
+    """The parameters the call changed (in place, or bound to another array), as `model.embedding`, each
+    model put back as it was held."""
+    changed = []
+    for name, model, kept in held:
+        now = _parameters(model) or {}
+        for key, (array, copy) in kept.items():
+            current = now.get(key)
+            if current is array and np.array_equal(array, copy, equal_nan=True):
+                continue
+            changed.append(f"{name}.{key}")
+            array[...] = copy
+            if current is not array and current is not None:
+                _bind_again(model, current, array)
+    return changed
+
+
+def _bind_again(owner, current, array, depth=3):
+    """Wherever `owner` (or an object, list or dict it holds, `depth` levels down) holds `current`, it holds
+    `array` again: a parameter the answer bound to another array (`model.embedding = ...`)."""
+    if depth < 0:
+        return False
+    slots = (owner.items() if isinstance(owner, dict) else enumerate(owner) if isinstance(owner, list)
+             else vars(owner).items() if hasattr(owner, "__dict__") and not isinstance(owner, type) else ())
+    for key, value in list(slots):
+        if value is current:
+            if isinstance(owner, (dict, list)):
+                owner[key] = array
+            else:
+                setattr(owner, key, array)
+            return True
+        if not isinstance(value, (np.ndarray, str, int, float)) and _bind_again(value, current, array, depth - 1):
+            return True
+    return False
+
+
+def parameter_message(student, changed):
+    """What a student reads when the answer changed a model's parameters."""
+    names = ", ".join(f"`{n}`" for n in changed[:3]) + (" and others" if len(changed) > 3 else "")
+    line = line_text(student, changed[0].split(".")[0])
+    return (f"your function changed {names} in place{line}: the model's [LEARNED] parameters must stay as they "
+            f"are: with them changed, every later call (and everything else that reads the model) sees other "
+            f"numbers, and a second call changes them again. Compute a new array instead: `E = model.embedding * s`, "
+            f"not `E = model.embedding` then `E *= s`.")
+
+
+def _parameters(value):
+    if isinstance(value, np.ndarray) or not callable(getattr(type(value), "parameters", None)):
+        return None
+    with _quietly():
+        params = value.parameters()
+        if isinstance(params, dict) and params and all(isinstance(v, np.ndarray) for v in params.values()):
+            return params
+    return None
+
+
+@contextlib.contextmanager
+def _quietly():
+    try:
+        yield
+    except Exception:  # a model the answer left in a state its own methods refuse: nothing more to put back
+        pass
+
+
 def where_changed(student, name):
     """The first line of `student`'s source that writes into the parameter `name`, as (number, text), the
     number counted as the student's cell (or file) counts it, or None."""
@@ -33,8 +114,9 @@ def where_changed(student, name):
         tree = ast.parse(source)
     except Exception:
         return None
+    names = {name} | _aliases(tree, name)
     for node in ast.walk(tree):
-        if _writes_into(node, name):
+        if any(_writes_into(node, n) for n in names):
             return max(first, 1) + node.lineno - 1, source.splitlines()[node.lineno - 1].strip()
     return None
 
@@ -68,12 +150,20 @@ def _parameter_names(student, count):
     return [params[i] if i < len(params) else f"argument {i + 1}" for i in range(count)]
 
 
+def _aliases(tree, name):
+    """The names bound to a part of `name` (`E = model.embedding`, `w = params["W"]`): writing into them
+    writes into it."""
+    return {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and isinstance(node.value, (ast.Attribute, ast.Subscript)) and _root(node.value) == name
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
 def _writes_into(node, name):
-    """`name op= ...`, `name[...] = ...`, `name[...] op= ...`, or a call with `out=name`."""
+    """`name op= ...`, `name[...] = ...`, `name.attr = ...`, `name[...] op= ...`, or a call with `out=name`."""
     if isinstance(node, ast.AugAssign):
         return _root(node.target) == name
     if isinstance(node, ast.Assign):
-        return any(isinstance(t, ast.Subscript) and _root(t) == name for t in node.targets)
+        return any(isinstance(t, (ast.Subscript, ast.Attribute)) and _root(t) == name for t in node.targets)
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         return any(k.arg == "out" and _root(k.value) == name for k in node.value.keywords)
     return False

@@ -144,7 +144,9 @@ def check_decoder_mask(decoder_mask=None, *, points=None, hidden=False):
     ref = REF_DECODER_MASK
     c.check_cases("one target sequence", fn, ref,
                   [Case("[1, 5, 6, 2, 0, 0] with pad_id=0", (np.array([1, 5, 6, 2, 0, 0]), 0)),
-                   Case("no padding: [1, 4, 4, 2]", (np.array([1, 4, 4, 2]), 0), hidden=True)], **common)
+                   Case("no padding: [1, 4, 4, 2]", (np.array([1, 4, 4, 2]), 0), hidden=True),
+                   Case("a pad between real tokens (sequences packed one after another): [1, 5, 2, 0, 1, 6, 2]",
+                        (np.array([1, 5, 2, 0, 1, 6, 2]), 0))], **common)
     c.check_cases("a padded batch: shape (B, 1, m, m)", fn, ref,
                   [Case("2 sequences of length 5", (np.array([[1, 7, 8, 2, 0], [1, 3, 4, 5, 2]]), 0)),
                    Case("leading shape (2, 2), length 4",

@@ -114,6 +114,16 @@ def decoder_mask(tgt_in, pad_id):  # noqa: F811
     return np.maximum(create_causal_mask_(np.shape(tgt_in)[-1]), padding_mask_(tgt_in, pad_id))
 
 
+@mistake("decoder_mask", "hidden_from_first_pad",
+         "every key from the first pad on is hidden (a running count or cumsum of the pads), as if pads only ever "
+         "came at the end: a real token after a pad (left padding, or sequences packed one after another) is hidden "
+         "too. Hide exactly the keys that are pads: -inf where tgt_in == pad_id, whatever comes before them.")
+def decoder_mask(tgt_in, pad_id):  # noqa: F811
+    tgt_in = np.asarray(tgt_in)
+    after = np.cumsum(tgt_in == pad_id, axis=-1) > 0
+    return create_causal_mask_(tgt_in.shape[-1]) + np.where(after, -np.inf, 0.0)[..., None, None, :]
+
+
 @mistake("decoder_mask", "boolean",
          "the combined mask is boolean (True = hidden). Masks here are additive: turn the boolean "
          "'hidden' into np.where(hidden, -np.inf, 0.0), or add the two additive masks directly.")

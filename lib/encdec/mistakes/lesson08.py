@@ -146,6 +146,22 @@ def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):  
     return float(loss), (p - q) * keep[..., None] / n
 
 
+@mistake("sequence_cross_entropy", "kl_divergence",
+         "the loss is the KL divergence sum_v q_v (log q_v - log p_hat_v), not the cross-entropy -sum_v q_v log p_hat_v: "
+         "the `q log q` term subtracts the entropy of q at every position, so with label smoothing the loss is "
+         "lower by H(q) and goes to 0 (the two agree only for one-hot q). The gradient is the same, p_hat - q. "
+         "Leave out the `q log q` term: loss = -sum_v q_v log p_hat_v, averaged over the non-pad positions.")
+def sequence_cross_entropy(logits, targets, pad_id=None, label_smoothing=0.0):  # noqa: F811
+    V = logits.shape[-1]
+    keep = np.ones(targets.shape, bool) if pad_id is None else targets != pad_id
+    q = _smoothed(np.where(keep, targets, 0), V, label_smoothing)
+    logp = log_softmax_(logits)
+    n = max(int(keep.sum()), 1)
+    q_log_q = np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0)
+    loss = np.sum(np.sum(q_log_q - q * logp, axis=-1) * keep) / n
+    return float(loss), (np.exp(logp) - q) * keep[..., None] / n
+
+
 # -- Exercise 8.2 adam_update ------------------------------------------------------------------------------
 @mistake("adam_update", "no_bias_correction",
          "m and v are used without bias correction. Both start at 0, so in the first steps they are "
@@ -365,6 +381,22 @@ def train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=N
     loss, dlogits = loss_(logits, targets, pad_id, label_smoothing)
     optimizer.step(backward(model, dlogits, cache), lr=lr)
     return loss, float(np.mean(np.argmax(logits, axis=-1) == targets))
+
+
+@mistake("train_step", "accuracy_mean_of_sequences",
+         "the accuracy is the mean of each sequence's own accuracy, so a short target weighs as much as a long "
+         "one. It is the fraction of all the batch's non-pad target positions that are right: count the right "
+         "ones over the whole batch, then divide by the number of non-pad positions (one division, not one "
+         "per row).")
+def train_step(model, optimizer, src, targets, bos_id, label_smoothing=0.0, lr=None):  # noqa: F811
+    pad_id = model.config.pad_id
+    tgt_in = shift_right(targets, bos_id)
+    logits, cache = forward_with_cache(model, src, tgt_in)
+    loss, dlogits = loss_(logits, targets, pad_id, label_smoothing)
+    right, real = np.argmax(logits, axis=-1) == targets, targets != pad_id
+    per_row = (right & real).sum(axis=-1) / np.maximum(real.sum(axis=-1), 1)
+    optimizer.step(backward(model, dlogits, cache), lr=lr)
+    return loss, float(np.mean(per_row))
 
 
 @mistake("train_step", "loss_after_update",

@@ -912,7 +912,7 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
     return ((pred == tgt) & real).any(dim=1).float().mean().item()
 
 
-def _cached_greedy_(model, src, bos_id, eos_id, steps, plain_mask=False):
+def _cached_greedy_(model, src, bos_id, eos_id, steps, plain_mask=False, first_position=0):
     import torch
     pad, B = model.config.pad_id, src.shape[0]
     with torch.no_grad():
@@ -924,7 +924,8 @@ def _cached_greedy_(model, src, bos_id, eos_id, steps, plain_mask=False):
         done = torch.zeros(B, dtype=torch.bool, device=src.device)
         out = []
         for t in range(steps):
-            token = _banned_argmax(_blocks(model, embed_at_(model, token, t), cache, cross, src_mask), [pad, bos_id])
+            x = embed_at_(model, token, t + first_position)
+            token = _banned_argmax(_blocks(model, x, cache, cross, src_mask), [pad, bos_id])
             token = torch.where(done, pad, token)
             out.append(token)
             done = done | (token == eos_id)
@@ -945,3 +946,12 @@ def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
          "model.encode returns (-inf at the source pads) in every decoder block.")
 def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
     return _cached_greedy_(model, src, bos_id, eos_id, max_len, plain_mask=True)
+
+
+@mistake("greedy_decode_cached", "positions_from_one",
+         "the positions are counted from 1: <bos> is embedded at position 1 and the token fed at step t at t + 1, "
+         "where the model was trained with <bos> at position 0 (model.embed puts the first token of a sequence at "
+         "0). The newest token sits at position t, the number of tokens fed before it: embed_at(model, token, t), "
+         "with t from 0.")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _cached_greedy_(model, src, bos_id, eos_id, max_len, first_position=1)
