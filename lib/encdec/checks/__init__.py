@@ -5,7 +5,12 @@ A test cell imports its checker from the lesson's module, e.g.
 
     catalog    Mistake and Catalog: the known-wrong implementations (filled by encdec.mistakes)
     record     where a check's structured record goes (displayed in a kernel, collected in tests)
-    core       running student code safely, comparing, and the Checker that reports and records
+    running    running student code safely: warnings, prints and errors caught, delegation refused
+    comparing  comparing an answer's values with the reference's (type, shape, first differing index)
+    cases      Case (one input to try) and Attempt (one case as the probes see it)
+    matching   matching a failure against the catalog (diagnose, diagnose_error)
+    causes     the Checker's diagnosis of failed parts (a mixin): catalog, probes, repair, tracer
+    core       the Checker that checks the parts, scores them, reports and records
     exercises  each graded exercise declared once: number, title, points, answer, checker
     quiz       the base of the questions answered with data: orderings and the tag quiz
     ordering   put the steps of a mechanism in order

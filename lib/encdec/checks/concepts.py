@@ -27,9 +27,10 @@ import textwrap
 from ..concepts import concepts
 from ..concepts.config import points as configured_points
 from . import mode
-from .core import FAIL, PASS, Checker, _caller_namespace
+from .core import FAIL, PASS, Checker
 from .exercises import NUMBER
 from .quiz import Quiz, unanswered
+from .running import _caller_namespace
 
 TITLES = {"before": "concepts before the lesson", "after": "concepts after the lesson"}
 SECTIONS = {"before": "Before you start: what do you already know?", "after": "After the lesson: check yourself"}

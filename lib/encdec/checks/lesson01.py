@@ -9,13 +9,15 @@ import numpy as np
 from .. import attention, layers
 from ..mistakes import CATALOG
 from ..mistakes import lesson01 as _register  # noqa: F401  (fills the catalog)
-from .core import Case, Checker, rebind
+from .cases import Case
+from .core import Checker
 from .exercises import Exercise
 from .fixtures import generator
 from .ordering import Ordering, Step
 from .probes import (Axis, Constant, Fitted, MaskedKeysZero, Missing, NotFinite, Probes, RowsSumToOne, Scale, Swapped,
                      Variants,
                      argument)
+from .rebinding import rebind
 
 
 # -- probes: the kinds of slip each exercise's answer may show (encdec.checks.probes) -------------------------

@@ -15,13 +15,16 @@ import numpy as np
 from .. import attention, layers
 from ..mistakes import CATALOG
 from ..mistakes import lesson02 as _register  # noqa: F401  (fills the catalog)
+from .cases import Case
 from .catalog import bind_catalog
-from .core import Case, Checker, rebind, run_student
+from .core import Checker
 from .exercises import Exercise
 from .fixtures import generator, randomize
 from .ordering import Ordering, Step
 from .probes import (Activation, AdditiveMask, Axis, Causal, Constant, Fitted, HeadsCompared, MaskedKeysZero,
                      Missing, NotFinite, Probes, RowsSumToOne, Scale, Swapped, Transposed, Variants, argument)
+from .rebinding import rebind
+from .running import run_student
 
 # Earlier exercises a student's answer may call: each runs as the reference while a later
 # exercise is checked, so a mistake is charged once, where it was made.

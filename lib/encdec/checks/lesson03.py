@@ -12,7 +12,8 @@ import numpy as np
 from .. import attention, model
 from ..mistakes import CATALOG
 from ..mistakes import lesson03 as _register  # noqa: F401  (fills the catalog)
-from .core import Case, Checker, rebind
+from .cases import Case
+from .core import Checker
 from .exercises import Exercise
 from .fixtures import generator
 from .lesson01 import attention_model, score_scales
@@ -20,6 +21,7 @@ from .ordering import Ordering, Step
 from .probes import (AdditiveMask, Axis, Causal, MaskedKeysZero, Missing, NotFinite, Probes, RowsSumToOne, Scale,
                      Swapped, Transposed)
 from .quiz import Quiz, html, mark
+from .rebinding import rebind
 
 # Earlier exercises a student's answer may call: each runs as the reference while a later
 # exercise is checked, so a mistake is charged once, where it was made.

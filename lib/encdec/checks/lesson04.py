@@ -12,14 +12,17 @@ from .. import attention
 from ..attention import MultiHeadAttention, merge_heads, split_heads
 from ..mistakes import CATALOG
 from ..mistakes import lesson04 as _register  # noqa: F401  (fills the catalog)
+from .cases import Case
 from .catalog import bind_catalog, wrapped
-from .core import Case, Checker, rebind, run_student
+from .core import Checker
 from .exercises import Exercise
 from .fixtures import generator, length_mask
 from .lesson01 import attention_probes
 from .lesson02 import mha_model, mha_probes
 from .ordering import Ordering, Step
 from .probes import HeadsCompared, MaskedKeysZero, NotFinite, Probes, RowsSumToOne, argument
+from .rebinding import rebind
+from .running import run_student
 
 
 def _pad_mask(lengths, n, heads_axis=False):

@@ -13,12 +13,17 @@ from ..attention import create_causal_mask
 from ..layers import DecoderBlock, EncoderBlock
 from ..mistakes import CATALOG
 from ..mistakes import lesson05 as _register  # noqa: F401  (fills the catalog)
+from .cases import Attempt, Case
 from .catalog import bind_catalog
-from .core import Attempt, Case, Checker, diagnose_error, rebind, run_student, with_cause
+from .causes import with_cause
+from .core import Checker
 from .exercises import Exercise
 from .fixtures import generator, length_mask, randomize
+from .matching import diagnose_error
 from .ordering import Ordering, Step
 from .probes import Calls, Causal, Missing, NotFinite, Probes, Swapped, Variants, find_slip
+from .rebinding import rebind
+from .running import run_student
 
 
 def random_block(d_model, n_heads, d_ff, seed):

@@ -13,8 +13,9 @@ an item still `...` is an item not answered.
 """
 
 from . import mode
-from .core import FAIL, PASS, Checker, _caller_namespace
+from .core import FAIL, PASS, Checker
 from .exercises import Graded
+from .running import _caller_namespace
 
 RIGHT, WRONG = "#1a7f37", "#b3261e"  # the widgets' colours for a right and a wrong answer
 

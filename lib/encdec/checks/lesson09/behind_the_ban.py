@@ -7,7 +7,9 @@ second slip is diagnosed like the first (catalog, probes, repair) and said in a 
 
 import copy
 
-from ..core import Attempt, Case, compare, diagnose
+from ..cases import Attempt, Case
+from ..comparing import compare
+from ..matching import diagnose
 from ..probes import explain_shape, find_slip
 
 FAR_BELOW = -1e9

@@ -8,9 +8,12 @@ from ... import decoding
 from ...attention import MultiHeadAttention
 from ...mistakes import CATALOG
 from ...model import Seq2Seq
-from ..core import Case, Checker, rebind, run_student
+from ..cases import Case
+from ..core import Checker
 from ..exercises import Exercise
 from ..fixtures import BOS, EOS, PAD, source_batch
+from ..rebinding import rebind
+from ..running import run_student
 from .greedy import GREEDY_PROBES
 from .models import decoding_model, other_ids_model, trained_reverser, wild_model
 

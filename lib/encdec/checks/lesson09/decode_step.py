@@ -6,8 +6,9 @@ import numpy as np
 from ... import decoding
 from ...layers import rms_norm
 from ...mistakes import CATALOG
+from ..cases import Case
 from ..catalog import wrapped
-from ..core import Case, Checker
+from ..core import Checker
 from ..exercises import Exercise
 from ..fixtures import BOS, generator, source_batch
 from ..probes import Combos, Probes, Property

@@ -6,7 +6,8 @@ import numpy as np
 
 from ... import decoding
 from ...mistakes import CATALOG
-from ..core import Case, Checker
+from ..cases import Case
+from ..core import Checker
 from ..exercises import Exercise
 from ..fixtures import BOS, EOS, source_batch
 from ..probes import Combos, DecodedRows, Probes

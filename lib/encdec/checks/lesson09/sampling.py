@@ -5,10 +5,14 @@ import numpy as np
 
 from ... import decoding
 from ...mistakes import CATALOG
-from ..core import Case, Checker, compare, run_student, with_cause
+from ..cases import Case
+from ..causes import with_cause
+from ..comparing import compare
+from ..core import Checker
 from ..exercises import Exercise
 from ..fixtures import generator
 from ..probes import Probes, Property
+from ..running import run_student
 from .sampling_draws import LOGITS, N_DRAWS, _as_ids, _close, _fmt_p, _frequencies, sampling_cases
 from .sampling_slips import _sampling_diagnosis, _sampling_probe
 

@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from ..core import run_student
 from ..fixtures import generator
+from ..running import run_student
 
 
 N_DRAWS = 4000

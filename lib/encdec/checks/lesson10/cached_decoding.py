@@ -8,11 +8,12 @@ import numpy as np
 
 from ... import decoding
 from ...mistakes import CATALOG
+from ..cases import Case
 from ..catalog import wrapped
-from ..core import Case, run_student
 from ..exercises import Exercise, Later
 from ..fixtures import BOS, EOS, PAD, generator, padded_tokens, random_model
 from ..probes import Combos, DecodedRows, Probes
+from ..running import run_student
 from .torch_checker import TorchChecker, _check_parts, _one_thread, _plain, _to_numpy
 from .torch_references import references
 

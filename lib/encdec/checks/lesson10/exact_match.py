@@ -4,10 +4,10 @@ comparison is exercised on purpose; which rows count, and the model's mode left 
 import numpy as np
 
 from ...mistakes import CATALOG
-from ..core import run_student
 from ..exercises import Exercise, Later
 from ..fixtures import BOS, EOS, PAD
 from ..probes import Finding
+from ..running import run_student
 from .torch_checker import TorchChecker, _check_parts, _one_thread, _plain
 from .torch_references import references
 

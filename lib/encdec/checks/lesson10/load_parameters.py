@@ -8,10 +8,11 @@ import numpy as np
 
 from ...mistakes import CATALOG
 from ...model import Seq2Seq, shift_right
-from ..core import compare, run_student
+from ..comparing import compare
 from ..exercises import Exercise, Later
 from ..fixtures import BOS, EOS, PAD, generator, randomize
 from ..probes import Finding
+from ..running import run_student
 from .torch_checker import TorchChecker, _check_parts, _one_thread
 from .torch_references import references
 

@@ -5,9 +5,10 @@ import numpy as np
 
 from ... import optim
 from ...mistakes import CATALOG
-from ..core import RTOL, run_student
+from ..comparing import RTOL
 from ..exercises import Exercise, Later
 from ..fixtures import generator
+from ..running import run_student
 from .small_models import _flat_name, _np_model
 from .torch_checker import TorchChecker, _check_parts, _one_thread
 from .torch_references import references

@@ -38,7 +38,7 @@ class ProjectReport(Quiz):
 
     def check(self, answer=None, points=None):
         import builtins
-        from ..core import _caller_namespace
+        from ..running import _caller_namespace
         if answer is None:
             answer = _caller_namespace().get(self.name)
         checker = _ZeroPointChecker(self, points)

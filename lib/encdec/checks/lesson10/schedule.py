@@ -7,8 +7,8 @@ import numpy as np
 
 from ... import optim
 from ...mistakes import CATALOG
+from ..cases import Case
 from ..catalog import wrapped
-from ..core import Case
 from ..exercises import Exercise, Later
 from ..probes import Combos, Probes
 from .torch_checker import TorchChecker, _one_thread

@@ -11,7 +11,10 @@ import time
 
 import numpy as np
 
-from ..core import Attempt, Case, Checker, compare, with_cause
+from ..cases import Attempt, Case
+from ..causes import with_cause
+from ..comparing import compare
+from ..core import Checker
 from ..probes import find_slip
 from ..probes.repair import repair_by
 from .torch_references import references

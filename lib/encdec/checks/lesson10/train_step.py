@@ -8,10 +8,13 @@ from ... import optim, training
 from ...loss import softmax_cross_entropy
 from ...mistakes import CATALOG
 from ...model import shift_right
+from ..cases import Case
 from ..catalog import wrapped
-from ..core import RTOL, RTOL32, Case, compare, run_student, with_cause
+from ..causes import with_cause
+from ..comparing import RTOL, RTOL32, compare
 from ..exercises import Exercise, Later
 from ..fixtures import BOS, EOS, PAD, generator
+from ..running import run_student
 from .small_models import _flat_name, _np_model
 from .torch_checker import Returned, TorchChecker, _error_cause, _one_thread
 from .torch_references import references

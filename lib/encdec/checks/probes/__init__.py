@@ -29,7 +29,7 @@ Two families:
 An answer that raises is matched against the variants that raise the same error, and a shape error
 is explained by naming the arrays and the step that failed (`ShapeError`, always on).
 
-The attempt a probe inspects is core.Attempt: `.case`, `.got`, `.expected`, `.error`, `.float32`,
+The attempt a probe inspects is cases.Attempt: `.case`, `.got`, `.expected`, `.error`, `.float32`,
 `.args()` and `.kwargs()` (fresh copies of the case's inputs), `.matches(value)` (the student's output
 equals `value`), `.is_expected(value)`, `.rerun(args, kwargs)` (the student's code run safely again).
 
