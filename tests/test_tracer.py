@@ -200,8 +200,10 @@ def test_shapes_are_explained_in_the_cases_names():
     assert "axis 1 has size 4 (d_k) where 5 (n) is expected" in explain_shape((3, 4), (3, 5), {"d_k": 4, "n": 5})
     assert "size 4 (d_k) at position 1 is missing" in explain_shape((2, 3), (2, 4, 3), {"d_k": 4})
     said = explain_shape((2, 1, 1, 2, 4), (2, 2, 1, 1, 4))  # np.expand_dims(mask, 1), twice, on a (2, 2, n) batch
-    assert "axes of size 1 are in other places (at 1, 2; the answer has them at 2, 3)" in said
+    assert "axes of size 1 are in other places (the answer has them at 1, 2; they belong at 2, 3)" in said
     assert "counting from the end" in said and "exchanged" not in said
+    assert "2 extra leading axes of size 1" in explain_shape((1, 1, 4, 4), (4, 4))  # mask[None, None] "to broadcast"
+    assert "extra leading" not in explain_shape((1, 2, 4, 4), (4, 4))
 
 
 def decoder_mask_without_head_axis(tgt_in, pad_id):

@@ -29,6 +29,22 @@ def softmax_cross_entropy(logits, targets, pad_id=None):
     return loss, (np.exp(logp) - y) * keep[..., None] / n
 
 
+@mistake("softmax_cross_entropy", "log_sum_exp_without_shift",
+         "log p̂ = z - log(sum(exp(z))) is computed without first subtracting the row's largest logit: for large "
+         "logits exp(z) overflows to inf, and the loss and gradient become inf or nan. Shift first, "
+         "log p̂ = (z - max z) - log(sum(exp(z - max z))): the same numbers, and exp never exceeds 1.")
+def softmax_cross_entropy(logits, targets, pad_id=None):  # noqa: F811
+    logits = np.asarray(logits, dtype=np.float64)
+    keep = np.ones(targets.shape, dtype=bool) if pad_id is None else targets != pad_id
+    y = np.eye(logits.shape[-1])[np.where(keep, targets, 0)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        logp = logits - np.log(np.sum(np.exp(logits), axis=-1, keepdims=True))
+        n = max(int(keep.sum()), 1)
+        picked = np.take_along_axis(logp, np.where(keep, targets, 0)[..., None], axis=-1)[..., 0]
+        loss = float(-np.sum(np.where(keep, picked, 0.0)) / n)
+        return loss, (np.exp(logp) - y) * keep[..., None] / n
+
+
 @mistake("softmax_cross_entropy", "sign_flipped",
          "the gradient has the wrong sign: it is y - p̂. The derivative of -log p̂_y with respect to the "
          "logits is p̂ - y: raising the correct token's logit must lower the loss, so its gradient entry "

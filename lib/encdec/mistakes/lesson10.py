@@ -564,11 +564,13 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
 
 
 # -- Exercise 10.6 greedy_decode_cached ----------------------------------------------------------------------------
-def _cross_kv(model, H_enc):
-    """Every decoder block's cross-attention keys and values, (B, h, n, d_k) each."""
-    h = model.config.n_heads
-    return [(split_heads_(H_enc @ b.cross_attn.W_k, h), split_heads_(H_enc @ b.cross_attn.W_v, h))
-            for b in model.decoder]
+def _cross_kv(model, H_enc, normed=False):
+    """Every decoder block's cross-attention keys and values, (B, h, n, d_k) each (`normed`: made, wrongly, from
+    rms_norm(H_enc, norm2_gamma))."""
+    h, eps = model.config.n_heads, model.config.eps
+    source = [rms_norm_(H_enc, b.norm2_gamma, eps) if normed else H_enc for b in model.decoder]
+    return [(split_heads_(s @ b.cross_attn.W_k, h), split_heads_(s @ b.cross_attn.W_v, h))
+            for s, b in zip(source, model.decoder)]
 
 
 def _blocks(model, x, cache, cross, src_mask, keep_past=True):
@@ -912,14 +914,14 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
     return ((pred == tgt) & real).any(dim=1).float().mean().item()
 
 
-def _cached_greedy_(model, src, bos_id, eos_id, steps, plain_mask=False, first_position=0):
+def _cached_greedy_(model, src, bos_id, eos_id, steps, plain_mask=False, first_position=0, cross_normed=False):
     import torch
     pad, B = model.config.pad_id, src.shape[0]
     with torch.no_grad():
         H_enc, src_mask = model.encode(src)
         if plain_mask:
             src_mask = torch.zeros_like(src_mask)
-        cross, cache = _cross_kv(model, H_enc), [None] * len(model.decoder)
+        cross, cache = _cross_kv(model, H_enc, cross_normed), [None] * len(model.decoder)
         token = torch.full((B,), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(B, dtype=torch.bool, device=src.device)
         out = []
@@ -955,3 +957,11 @@ def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
          "with t from 0.")
 def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
     return _cached_greedy_(model, src, bos_id, eos_id, max_len, first_position=1)
+
+
+@mistake("greedy_decode_cached", "cross_kv_from_normed_encoder_output",
+         "cross-attention's keys and values are made from rms_norm(H_enc, norm2_gamma). That norm belongs to the "
+         "decoder's side only: it normalises the queries' input, x. The encoder output H_enc has had its own final "
+         "norm already and is projected as it is: K = H_enc @ W_k, V = H_enc @ W_v in every decoder block.")
+def greedy_decode_cached(model, src, bos_id, eos_id, max_len):  # noqa: F811
+    return _cached_greedy_(model, src, bos_id, eos_id, max_len, cross_normed=True)

@@ -3,7 +3,8 @@ where the formula adds (`scores * mask`), a double where it squares (`d_model * 
 out or put around the wrong terms (`t ** -3 / 2`, `(step * warmup) ** -1.5`, `np.sqrt(2 / np.pi * x)` for
 `np.sqrt(2 / np.pi) * x`), Python's own operators misread (`^` for a power, `&` for `|`), two parameters in each
 other's place in one term, a factor outside a sum that belongs inside it, a factor one return has and
-the other lacks; and a shift made at one place of a line and not at another (`z - log(sum(exp(z - m)))`), tried early. Same contract as edits.py.
+the other lacks, the power of a mean where the formula takes the mean of the powers (`np.mean(x) ** 2`), a
+term added to what a call returns that belongs inside it (`rms_norm(x, g) + out`); and a shift made at one place of a line and not at another (`z - log(sum(exp(z - m)))`), tried early. Same contract as edits.py.
 """
 
 import ast
@@ -250,6 +251,54 @@ def _factor_in_one_branch(i, node, fdef):
                        "does not: the formula applies it to both branches.", short.lineno)
 
 
+def _power_of_reduction(i, node, fdef):
+    """`np.mean(x, ...) ** 2` (the square of the mean) where the formula takes the mean of the squares,
+    `np.mean(x ** 2, ...)`: the power moved into the reduction."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and isinstance(node.left, ast.Call)
+            and _callee(node.left) in _SUMS and _reduced(node.left) is not None):
+        return
+    inner = f"{_text(_reduced(node.left))} ** {_text(node.right)}"
+
+    def apply(n, tree):
+        call, array = n.left, _reduced(n.left)
+        powered = ast.BinOp(array, ast.Pow(), n.right)
+        if call.args and call.args[0] is array:
+            call.args[0] = powered
+        else:
+            call.func.value = powered
+        return replaced(tree, n, call)
+    yield Edit(i, "power_of_reduction", apply, f"the {_callee(node.left)} of `{inner}` in place of `{_text(node)}`",
+               f"`{_text(node)}` raises the {_callee(node.left)} to the power `{_text(node.right)}`; the formula takes "
+               f"the {_callee(node.left)} of the powers (the mean of the squares is not the square of the mean).")
+
+
+def term_outside_call(node):
+    """`f(a, ...) + b` (or `- b`), f not a sum: (the call, the term), else None."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)) and isinstance(node.left, ast.Call) \
+            and node.left.args and _callee(node.left) not in _SUMS + ("max", "min", "where"):
+        return node.left, node.right
+    return None
+
+
+def _term_outside_call(i, node, fdef):
+    """`rms_norm(x, g) + out` where the formula is `rms_norm(x + out, g)`: a term added to what a call returns
+    that belongs inside its first argument."""
+    found = term_outside_call(node)
+    if found is None:
+        return
+    call, term = found
+    op = "+" if isinstance(node.op, ast.Add) else "-"
+
+    def apply(n, tree):
+        inner, extra = n.left, n.right
+        inner.args[0] = ast.BinOp(inner.args[0], n.op, extra)
+        return replaced(tree, n, inner)
+    yield Edit(i, "term_outside_call", apply,
+               f"`{_callee(call)}({_text(call.args[0])} {op} {_text(term)}, ...)` in place of `{_text(node)}`",
+               f"`{op} {_text(term)}` is applied to what `{_callee(call)}` returns; the formula puts it inside, into "
+               f"what `{_callee(call)}` takes (`{_callee(call)}` of the sum).")
+
+
 ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _python_operators, _regroup, _narrow_call, _names_exchanged, _factor_outside_sum,
-                    _factor_in_one_branch]
+                    _factor_in_one_branch, _power_of_reduction, _term_outside_call]
 SHIFT_KINDS = [_shifted_once]  # tried with everywhere.py's: one change at every place of a line

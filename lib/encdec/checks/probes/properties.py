@@ -135,7 +135,7 @@ class Causal(Property):
         after = [a for a in _arrays(self.outputs(value) if self.outputs else value)]
         if not before or len(before) != len(after):
             return None
-        moved = 0.0
+        each = []
         for a, b in zip(before, after):
             if a.shape != b.shape or a.ndim == 0 or a.shape[self.axis] < 2:
                 return None
@@ -144,8 +144,18 @@ class Causal(Property):
             with np.errstate(all="ignore"):
                 diff = np.abs(a[tuple(index)] - b[tuple(index)])
             diff = np.where(np.isnan(diff), np.inf, diff)
-            moved = max(moved, float(np.max(diff)) if diff.size else 0.0)
+            each.append(float(np.max(diff)) if diff.size else 0.0)
+        moved = max(each)
         rtol, atol = _tol(attempt)
+        names = attempt.names if not self.outputs and attempt.names and len(attempt.names) == len(each) else None
+        if self.expect and moved > max(atol, 1e-9) * 10 and names and min(each) <= max(atol, 1e-9) * 10:
+            seen = [n for n, m in zip(names, each) if m > max(atol, 1e-9) * 10]
+            kept = [n for n, m in zip(names, each) if m <= max(atol, 1e-9) * 10]
+            return self.finding(attempt, "future_visible_in_one_output", (
+                f"changing only the last position of {self.what} changed the {' and '.join(seen)} at earlier "
+                f"positions, but not the {' and '.join(kept)}: the {kept[0]} is computed with the causal mask, and "
+                f"what you return as the {seen[0]} is another value, one from before the mask (or without it). Return the "
+                f"{seen[0]} that the {kept[0]} was computed from."), f"the earlier {seen[0]} moved by up to {moved:.3g}.")
         if self.expect and moved > max(atol, 1e-9) * 10:
             return self.finding(attempt, "future_visible", (
                 f"changing only the last position of {self.what} changed the outputs at earlier positions: "

@@ -1,7 +1,8 @@
 """What usually causes a shape error, read from the student's failing line and function (shapes.py asks, after
 an operation fails): a `.T` of an array with a batch axis (it reverses every axis), a reduction over an axis
 without keepdims (the reduced axis is gone, so the result lines up against another), an array cut to a length
-it is shorter than (`pred[:, :m]` of a prediction that stopped early: a slice never pads), and an array walked
+it is shorter than (`pred[:, :m]` of a prediction that stopped early: a slice never pads), an array made with a shape
+that starts from another's first size (`np.full((targets.shape[0], 1), ...)`: one batch axis), and an array walked
 along its first axis (`list(heads)`, `for h in heads`, `zip(*heads)`) where that axis is the batch. Each says
 (detail, words) in the student's names and shapes; None where none of them is the cause. Nothing of the
 student's is run: the arrays are read from the failing frame.
@@ -17,7 +18,7 @@ def cause(frame, nodes, resolve, sizes):
     the function walked along a batch axis; None when nothing here explains it."""
     for node in nodes:
         found = _transposed_batch(node, frame, resolve) or _reduced_without_keepdims(node, frame, resolve) \
-            or _cut_short(node, frame, resolve)
+            or _cut_short(node, frame, resolve) or _shaped_for_one_batch(node, frame, resolve)
         if found is not None:
             return found
     return _iterated_batch(frame, resolve, sizes)
@@ -87,6 +88,37 @@ def _cut_short(node, frame, resolve):
                 f"`{node.id}` has only {int(array.shape[axis])} there: a slice never makes an array longer. Where it "
                 f"is shorter (a decoder that stopped early), pad it to {bound} first, with a value that cannot "
                 "match, such as the pad id.")
+    return None
+
+
+def _shaped_for_one_batch(node, frame, resolve):
+    """`name` made with a shape that starts from another array's first size (`np.full((targets.shape[0], 1),
+    ...)`), where that array has another number of axes than one batch axis plus the rest: the new array counts
+    on exactly one leading axis."""
+    if not isinstance(node, ast.Name):
+        return None
+    array, tree = resolve(node, frame), function_of(frame)
+    if array is None or tree is None:
+        return None
+    for stmt in ast.walk(tree):
+        if not (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets)
+                and isinstance(stmt.value, ast.Call) and stmt.value.args and isinstance(stmt.value.args[0], ast.Tuple)
+                and stmt.lineno < frame.f_lineno):
+            continue
+        shape = stmt.value.args[0]
+        first = shape.elts[0] if shape.elts else None
+        if not (isinstance(first, ast.Subscript) and isinstance(first.value, ast.Attribute)
+                and first.value.attr == "shape" and _const_int(first.slice) == 0):
+            continue
+        other = resolve(first.value.value, frame)
+        if other is None or other.ndim == len(shape.elts):
+            continue
+        source, rest = _text(first.value.value), ", ".join(_text(e) for e in shape.elts[1:])
+        return "shaped_for_one_batch", (
+            f"`{node.id}` is made with the shape `{_text(shape)}` (line {stmt.lineno}), which counts on exactly one "
+            f"leading (batch) axis of `{source}`; here `{source}` has shape {tuple(int(n) for n in other.shape)}, and "
+            f"`{node.id}` gets {tuple(int(n) for n in array.shape)}. Take every leading axis, whatever there are: "
+            f"`{source}.shape[:-1] + ({rest},)`.")
     return None
 
 

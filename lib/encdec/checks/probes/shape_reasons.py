@@ -45,6 +45,11 @@ def explain_shape(got, expected, sizes=None):
                             "example (an index [0], a squeeze, or a reshape that drops it)")
                 return (f"the axis of size {size_named(size, sizes)} at position {k} is missing: a reduction over it (a sum "
                         "or mean without keepdims), or an index that picks one entry of it")
+    extra = len(got) - len(expected)
+    if extra >= 2 and got[extra:] == expected and all(n == 1 for n in got[:extra]):
+        return (f"there are {extra} extra leading axes of size 1: the answer adds axes that the expected shape does not "
+                "have ([None, None], np.newaxis, reshape(1, 1, ...)), as if to broadcast over a batch and heads; "
+                "broadcasting adds such axes itself where the array is used: return it without them")
     if len(got) == len(expected) + 1:
         for k in range(len(got)):
             if got[:k] + got[k + 1:] == expected:
@@ -66,7 +71,7 @@ def explain_shape(got, expected, sizes=None):
         if [n for n in got if n != 1] == [n for n in expected if n != 1]:
             def ones(shape):
                 return ", ".join(str(k) for k, n in enumerate(shape) if n == 1)
-            return (f"the axes of size 1 are in other places (at {ones(got)}; the answer has them at "
+            return (f"the axes of size 1 are in other places (the answer has them at {ones(got)}; they belong at "
                     f"{ones(expected)}): new axes inserted counting "
                     "from the front (np.expand_dims(x, 1), x[:, None]) land after the batch axes of one input and "
                     "not another; insert them counting from the end (x[..., None, None, :], np.expand_dims(x, -2))")

@@ -1,5 +1,6 @@
 """The repair's edits of an axis of size 1 (tried with wiring.py's, before edits.py's): an axis inserted where
-the array already has it (`mask[..., None, :]` of a mask shaped to broadcast), an axis dropped by an integer
+the array already has it (`mask[..., None, :]` of a mask shaped to broadcast), two or more `None`s that add
+axes the result does not have (`mask[None, None]` "to broadcast"), an axis dropped by an integer
 index where the result keeps it (`padding_mask(...)[..., 0, :, :]`, where `0:1` keeps the heads' axis), and a
 reduced axis put back at the end (`[..., None]` after a reduction over `axis`, in one expression or through a
 name), where keepdims=True keeps it in place, and a squeeze() that drops them all. Same contract as edits.py: each kind yields
@@ -31,6 +32,32 @@ def _extra_new_axis(i, node, fdef):
             yield Edit(i, "new_axis", apply, f"`{_text(node)}` without its `None`",
                        f"the `None` inserts an axis of size 1 that `{_text(node.value)}` does not need: it already "
                        "has the axes it broadcasts over, and the extra one shifts the others.")
+
+
+def _extra_new_axes(i, node, fdef):
+    """`mask[None, None, :, :]` (two or more `None`s) where the result has none of those axes: every `None` left
+    out, and the index with it where only full slices remain."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+        return
+    items = _items(node)
+    nones = [item for item in items if isinstance(item, ast.Constant) and item.value is None]
+    if len(nones) < 2:
+        return
+
+    def full(item):
+        return (isinstance(item, ast.Slice) and item.lower is None and item.upper is None and item.step is None) \
+            or (isinstance(item, ast.Constant) and item.value is Ellipsis)
+
+    def apply(n, tree):
+        kept = [item for item in _items(n) if not (isinstance(item, ast.Constant) and item.value is None)]
+        if all(full(item) for item in kept):
+            parent = _parent(tree, n)
+            return parent is not None and _replace_child(parent, n, n.value)
+        n.slice = ast.Tuple(kept, ast.Load()) if len(kept) > 1 else kept[0]
+        return True
+    yield Edit(i, "new_axis", apply, f"`{_text(node)}` without its {len(nones)} `None`s",
+               f"each `None` inserts an axis of size 1 that the result does not have (the docstring gives its shape): "
+               f"broadcasting adds such axes itself where the array is used, so there is no need to add them here.")
 
 
 def _index_drops_axis(i, node, fdef):
@@ -132,4 +159,4 @@ def _squeezed(i, node, fdef):
                "mask's heads and queries) and a batch of one too.")
 
 
-SIZE_ONE_KINDS = [_extra_new_axis, _index_drops_axis, _reduction_axis_at_the_end, _squeezed]
+SIZE_ONE_KINDS = [_extra_new_axis, _extra_new_axes, _index_drops_axis, _reduction_axis_at_the_end, _squeezed]

@@ -1,4 +1,6 @@
-"""A parameter the answer never reads: its result cannot depend on that input, and the right one does.
+"""A parameter the answer never reads: its result cannot depend on that input, and the right one does. Also
+an attribute of `self` that the course's own method of that name reads and the answer's method never does
+(`self.W_q` in `attend`), confirmed by changing it: the answer's result stays the same.
 
 Read from the answer's own source (no Name of the parameter is ever loaded, in the function or in a
 function nested in it), then confirmed on the failing case: the reference, given that input changed (its
@@ -13,6 +15,8 @@ ones, where cross-attention was given no encoder output), this says which input 
 import ast
 import inspect
 import re
+import textwrap
+import types
 
 import numpy as np
 
@@ -151,6 +155,76 @@ class UnreadSibling(Probe):
         return None
 
 
+class UnreadAttribute(Probe):
+    """probe:unread_attribute:<attribute>: a method of the answer's class never reads `self.W_q`, which the
+    library's own method of that name (the class's base) reads, and the answer's result stays the same when
+    that attribute is changed: the step that uses it is left out."""
+
+    kind = "unread_attribute"
+
+    def find(self, attempt, probes):
+        fn, _ = _target(attempt.student) if attempt.student is not None else (None, None)
+        owner = _owner(attempt.student)
+        tree = _tree(fn) if fn is not None else None
+        if tree is None or owner is None or getattr(attempt, "error", None) is not None or attempt.right():
+            return None
+        base = next((f for c in type(owner).__mro__ for f in [vars(c).get(fn.__name__)]
+                     if isinstance(f, types.FunctionType) and f.__code__ is not fn.__code__
+                     and f.__module__.startswith("encdec.") and not f.__module__.startswith("encdec.checks")), None)
+        try:
+            base_tree = ast.parse(textwrap.dedent(inspect.getsource(base))) if base is not None else None
+        except (OSError, TypeError, SyntaxError):
+            base_tree = None
+        if base_tree is None or not base_tree.body:
+            return None
+        needed = sorted(_self_reads(base_tree.body[0]) - _self_reads(tree.body[0]))
+        for name in needed:
+            value = getattr(owner, name, None)
+            change = _changed(value, inspect.Parameter.empty) if isinstance(value, np.ndarray) else None
+            if change is None:
+                continue
+            try:
+                setattr(owner, name, change[0])
+                try:
+                    moved = attempt.student(*attempt.args(), **attempt.kwargs())
+                except Exception:
+                    continue
+            finally:
+                setattr(owner, name, value)
+            if not attempt.matches(moved):
+                continue  # the answer reads it after all (through a helper)
+            return self.finding(attempt, name, (
+                f"your `{fn.__name__}` never reads `self.{name}`, and its result stays the same when `self.{name}` "
+                f"changes; the computation of `{fn.__name__}` uses it (the course's own `{fn.__name__}` reads it "
+                f"here). The step that uses `self.{name}` is left out: put it back where the formula has it."))
+        return None
+
+
+def _self_reads(fdef):
+    """The attribute names the function reads from its first parameter (`self.W_q`)."""
+    args = fdef.args.posonlyargs + fdef.args.args
+    if not args:
+        return set()
+    me = args[0].arg
+    return {n.attr for n in ast.walk(fdef) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+            and isinstance(n.value, ast.Name) and n.value.id == me}
+
+
+def _owner(student, depth=3):
+    """The object whose method the answer is (through a checker's wrappers), or None."""
+    if isinstance(student, types.MethodType):
+        return student.__self__
+    if isinstance(student, types.FunctionType) and depth:
+        for cell in student.__closure__ or ():
+            try:
+                found = _owner(cell.cell_contents, depth - 1)
+            except ValueError:
+                continue
+            if found is not None:
+                return found
+    return None
+
+
 def _attributes(obj, depth=2):
     """The attribute names of `obj` and of the objects it holds (its attributes, the items of its lists and
     module lists), `depth` levels down."""
@@ -167,4 +241,4 @@ def _attributes(obj, depth=2):
     return names
 
 
-UNREAD_PROBES = [UnreadParameter(), UnreadSibling()]
+UNREAD_PROBES = [UnreadParameter(), UnreadAttribute(), UnreadSibling()]
