@@ -3,7 +3,8 @@ answer shows that the answer does something else.
 
 A beam search that lets an <eos> of rank beam_width finish (`rank <= beam_width`) returns the same best
 hypothesis, on one case, as a search that stops at the first <eos>; the part that compares every hypothesis shows
-that it does not stop there. The student must not be told that the search stops at the first <eos>."""
+that it does not stop there. The student must not be told that the search stops at the first <eos>. So with a
+sampler's draws: a catalog mistake must draw like the answer on every case where the answer's draws do not fit."""
 import contextlib
 import io
 
@@ -65,3 +66,38 @@ def test_a_coincidence_of_one_part_is_not_named_when_a_later_part_disagrees():
     assert score < 3, text
     assert "best tokens: shape: expected (6,), got (5,)" in text, text  # the part the coincidence fitted
     assert stops.diagnosis not in text, text
+
+
+def sample_with_probabilities_divided(logits, temperature=1.0, top_k=None, top_p=None, rng=None):
+    """The temperature divides the probabilities, which the renormalisation undoes: it has no effect."""
+    logits = np.asarray(logits, dtype=np.float64)
+    if temperature == 0:
+        return np.argmax(logits, axis=-1)
+    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    p = z / z.sum(axis=-1, keepdims=True) / temperature
+    if top_k is not None:
+        kth = np.sort(p, axis=-1)[..., -top_k][..., None]
+        p = np.where(p >= kth, p, 0.0)
+    p = p / p.sum(axis=-1, keepdims=True)
+    if top_p is not None:
+        order = np.argsort(-p, axis=-1, kind="stable")
+        ranked = np.take_along_axis(p, order, axis=-1)
+        before = np.cumsum(ranked, axis=-1) - ranked
+        keep = np.zeros_like(p, dtype=bool)
+        np.put_along_axis(keep, order, before < top_p, axis=-1)
+        p = np.where(keep, p, 0.0)
+        p = p / p.sum(axis=-1, keepdims=True)
+    u = rng.random(p.shape[:-1])[..., None]
+    return np.minimum((np.cumsum(p, axis=-1) <= u).sum(axis=-1), p.shape[-1] - 1)
+
+
+def test_a_sampling_mistake_that_draws_alike_on_one_case_only_is_not_named():
+    from encdec.checks.lesson09 import check_sample_next_token
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        score = check_sample_next_token(sample_with_probabilities_divided, hidden=True)
+    text = out.getvalue()
+    multiplied = next(m for m in CATALOG["sample_next_token"] if m.key == "temperature_multiplies")
+    assert score < 3, text
+    assert "the temperature has no effect on the draws" in text, text
+    assert multiplied.diagnosis not in text, text

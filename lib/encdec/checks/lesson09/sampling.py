@@ -83,9 +83,30 @@ def _check_sampling(c, label, fn, cases, catalog, forbidden):
             problem = (f"token {worst} was drawn {_fmt_p(freqs[worst])} of the time; its probability is "
                        f"{_fmt_p(p[worst])} (expected frequencies {[_fmt_p(x) for x in p]})")
         if problem:
-            diagnosis = _sampling_diagnosis(c, freqs, None, case, catalog) or _sampling_probe(c, freqs, case)
+            diagnosis = (_sampling_diagnosis(c, freqs, None, case, catalog, _misfits(c, fn, forbidden))
+                         or _sampling_probe(c, freqs, case))
             return c.part(label, False, with_cause(f"{where} {problem}", diagnosis), cases=cases, failed=case)
     return c.part(label, True, cases=cases)
+
+
+def _misfits(c, fn, forbidden):
+    """(case, the answer's frequencies) for every sampling case the check runs where the answer's draws do not
+    fit the case's probabilities: what a catalog mistake named on one case must draw like too. Kept on the
+    checker, computed once."""
+    if getattr(c, "_misfits", None) is None:
+        c._misfits = []
+        for case in c.to_run([case for group in sampling_cases().values() for case in group]):
+            V = len(case.logits)
+            tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
+            outcome = run_student(fn, (tiled,), dict(case.kwargs, rng=generator(case.seed)), forbidden)
+            ids, problem = (None, True) if outcome.error is not None else _as_ids(outcome.value, V, (N_DRAWS,))
+            if problem:
+                continue
+            freqs = _frequencies(ids, V)
+            p = decoding.next_token_distribution(case.logits, **case.kwargs)
+            if not _close(freqs, p, N_DRAWS):
+                c._misfits.append((case, freqs))
+    return c._misfits
 
 
 SAMPLE_NEXT_TOKEN = Exercise("9.2", "sample_next_token", points=3, reference=decoding.sample_next_token,

@@ -21,8 +21,22 @@ def _greedy_whatever_the_cut(m, tiled, case, V):
     return problem is None and _one_token(ids, V)
 
 
-def _sampling_diagnosis(c, freqs, error, case, catalog):
-    """The diagnosis of the first catalog mistake that draws like the student (or fails alike)."""
+def _draws_alike(m, case, freqs):
+    """True when the catalog mistake `m` draws like the answer (its frequencies `freqs`) on `case`."""
+    V = len(case.logits)
+    tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
+    value, merr = m.run((tiled,), dict(case.kwargs, rng=generator(case.seed)))
+    if merr is not None:
+        return False
+    ids, problem = _as_ids(value, V, (N_DRAWS,))
+    return problem is None and _close_two(freqs, _frequencies(ids, V), N_DRAWS)
+
+
+def _sampling_diagnosis(c, freqs, error, case, catalog, others=()):
+    """The diagnosis of the first catalog mistake that draws like the student (or fails alike), and like the
+    student on the other cases where the student's draws do not fit (`others`: (case, frequencies)): a
+    mistake that matches one case by coincidence of its numbers (the temperature multiplied, where the
+    answer applies it after the cut) is not named."""
     V = len(case.logits)
     tiled = np.repeat(case.logits[None, :], N_DRAWS, axis=0)
     if error is not None:  # only a mistake failing with the very same message
@@ -39,7 +53,8 @@ def _sampling_diagnosis(c, freqs, error, case, catalog):
         ids, problem = _as_ids(value, V, (N_DRAWS,))
         if problem is None and cut and _one_token(ids, V) and _greedy_whatever_the_cut(m, tiled, case, V):
             continue  # greedy draws under a cut: a cut too tight draws that way too, so they say nothing
-        if problem is None and _close_two(freqs, _frequencies(ids, V), N_DRAWS):
+        if problem is None and _close_two(freqs, _frequencies(ids, V), N_DRAWS) \
+                and all(_draws_alike(m, other, f) for other, f in others if other is not case):
             return c.likely_cause(m)
     return ""
 
