@@ -300,8 +300,9 @@ def cross_attention_params(d_model):  # noqa: F811
 
 
 @mistake("cross_attention_params", "layer_norm",
-         "the norm is counted with a gain and a bias (2 d_model), as LayerNorm has. RMSNorm has a gain only: "
-         "d_model numbers.")
+         "the norm is counted with 2 d_model numbers: a gain and a bias, as LayerNorm has, or a second gain for "
+         "the encoder's side. The sublayer has one RMSNorm, on the queries' side (norm2_gamma: H_enc is used as it "
+         "is), and an RMSNorm has a gain only: d_model numbers.")
 def cross_attention_params(d_model):  # noqa: F811
     return 4 * d_model * d_model + 2 * d_model
 

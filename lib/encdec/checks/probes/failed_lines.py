@@ -1,5 +1,6 @@
 """Errors that are not about two shapes meeting, read from the student's failing line like shapes.py reads a
-shape error: an index with more axes than the array has (a batch axis taken for granted), a slice assigned
+shape error: an index with more axes than the array has (a batch axis taken for granted), a gather written for
+one sequence (`logp[np.arange(m), targets]` on a batch), a slice assigned
 a value of another length (an odd size split in halves), None used as an array (an optional argument not
 given), a tuple used as an array (a call that returns two values, not unpacked), axes written out for one
 batch axis (np.transpose(K, (0, 2, 1))), an array used as a condition (`if mask:`), and an in-place
@@ -11,6 +12,8 @@ import ast
 import linecache
 import re
 import traceback
+
+import numpy as np
 
 from .base import Probe
 from .shapes import _parsed, _resolve, _student_frame
@@ -274,5 +277,42 @@ class InPlaceGrows(Probe):
             f"`{target} = {target} {op} {value}`."))
 
 
-FAILED_LINE_PROBES = [TooManyIndices(), SliceAssignment(), NoneOperand(), TupleOperand(), AxesForOneBatch(),
+def _counts_up(node, frame):
+    """`np.arange(m)` (or `range(m)`), or a name that holds 0, 1, ..., k - 1: an index that walks one axis."""
+    if isinstance(node, ast.Call):
+        return ast.unparse(node.func).split(".")[-1] in ("arange", "range")
+    value = _resolve(node, frame) if isinstance(node, ast.Name) else None
+    return value is not None and value.ndim == 1 and value.dtype.kind in "iu" \
+        and bool(np.array_equal(value, np.arange(value.size)))
+
+
+class GatherForOneSequence(Probe):
+    """`logp[np.arange(m), targets]` on a batch (B, m, V): the index arrays take the first axes, the batch and the
+    positions, where one sequence's (m, V) has positions and the vocabulary."""
+
+    kind = "indexing"
+
+    def find(self, attempt, probes):
+        found = _failed(attempt, IndexError, "out of bounds")
+        if found is None:
+            return None
+        frame, line, tree = found
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and node.slice.elts
+                    and _counts_up(node.slice.elts[0], frame)):
+                continue
+            a = _resolve(node.value, frame)
+            if a is None or a.ndim <= len(node.slice.elts):
+                continue
+            name, picked = ast.unparse(node.value), ast.unparse(node.slice.elts[-1])
+            return self.finding(attempt, "gather_for_one_sequence", (
+                f"`{ast.unparse(node)}` is a gather written for one sequence: its index arrays take the first "
+                f"{len(node.slice.elts)} axes of `{name}`, which has shape {a.shape} here, so `{ast.unparse(node.slice.elts[0])}` "
+                f"runs along the batch. Pick along the last axis whatever axes lead: "
+                f"`np.take_along_axis({name}, {picked}[..., None], axis=-1)[..., 0]` (and, to change those entries, "
+                f"`np.put_along_axis`, or subtract a one-hot array)."))
+        return None
+
+
+FAILED_LINE_PROBES = [TooManyIndices(), GatherForOneSequence(), SliceAssignment(), NoneOperand(), TupleOperand(), AxesForOneBatch(),
                       ArrayAsCondition(), InPlaceGrows()]

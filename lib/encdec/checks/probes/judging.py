@@ -10,7 +10,9 @@ order. The first that names one wins; none of them changes the score.
    order, the right numbers in another shape, an integer array where the answer has fractions), then a
    setting lost on its way in (settings.SETTING_PROBES: `if pad_id:` where pad_id is 0, a notebook's `PAD`
    where the case gives model.config.pad_id), then the exercise's own probes, in the order it declares them (exact variants first, properties last), with a
-   parameter the answer never reads, where the right result needs it (unread.UNREAD_PROBES), a mask
+   helper's list default that earlier calls fill (defaults.DEFAULT_PROBES), a
+   parameter the answer never reads, where the right result needs it, or an attribute the course's own method
+   reads and the answer's never does (unread.UNREAD_PROBES), a mask
    applied after the softmax (masking.MASKING_PROBES) and a log of a softmax's output that gives -inf
    (stability.STABILITY_PROBES), and an array flattened by np.insert given no axis (flattening.FLATTENING_PROBES),
    tried
@@ -43,6 +45,7 @@ from .stability import STABILITY_PROBES
 from .settings import SETTING_PROBES
 from .shapes import ERROR_PROBES
 from .unread import UNREAD_PROBES
+from .defaults import DEFAULT_PROBES
 
 REPAIR = Repair()
 
@@ -59,7 +62,8 @@ def find_slip(probes, attempt):
             return REPAIR.safe_find(attempt, probes) or finding if finding.weak else finding
     causes = [probe for probe in probes.probes if not probe.symptom]
     first_effect = next((k for k, probe in enumerate(causes) if not probe.exact), len(causes))
-    causes[first_effect:first_effect] = [*UNREAD_PROBES, *MASKING_PROBES, *STABILITY_PROBES, *FLATTENING_PROBES]
+    causes[first_effect:first_effect] = [*DEFAULT_PROBES, *UNREAD_PROBES, *MASKING_PROBES, *STABILITY_PROBES,
+                                         *FLATTENING_PROBES]
     causes[:0] = SETTING_PROBES
     symptoms = [probe for probe in probes.probes if probe.symptom]
     for probe in [*causes, *FAILED_LINE_PROBES, *LIBRARY_ERROR_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:

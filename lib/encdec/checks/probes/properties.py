@@ -2,6 +2,8 @@
 (rows summing to one, masked keys at zero, causality, each head, an additive mask, finite values)."""
 
 
+import inspect
+
 import numpy as np
 
 from .base import Property, _arrays, _at, _pick, _tol, argument
@@ -35,11 +37,19 @@ class RowsSumToOne(Property):
             other = -2 if axis in (-1, w.ndim - 1) else -1
             with np.errstate(all="ignore"):
                 cols = np.sum(w, axis=other)
-            if np.all(np.isclose(cols, 1.0, rtol=rtol, atol=max(atol, 1e-7))):
+            if np.all(np.isclose(cols, 1.0, rtol=rtol, atol=max(atol, 1e-7))) and axis in (-1, w.ndim - 1):
                 return self.finding(attempt, "wrong_axis", (
                     f"each column of the {self.what} sums to 1, not each row: the normalisation ran over "
                     f"the wrong axis (axis={other}). Each row must be a distribution over {self.over}: "
                     f"normalise along axis={axis}."), detail)
+            if np.all(np.isclose(cols, 1.0, rtol=rtol, atol=max(atol, 1e-7))):
+                given = "axis" in _parameters(attempt.student)
+                return self.finding(attempt, "wrong_axis", (
+                    f"the sums of the {self.what} along axis {other} are 1, not those along axis {axis}, the one this "
+                    f"case asks for: the normalisation ran over a fixed axis. Each distribution runs over {self.over}: "
+                    + ("use the `axis` argument in every step that takes an axis (the max, the sum), not a fixed "
+                       "axis=-1, which is right only for the default." if given else f"normalise along axis={axis}.")),
+                    detail)
             with np.errstate(all="ignore"):
                 whole = np.sum(w, axis=(-2, -1))
             if np.all(np.isclose(whole, 1.0, rtol=rtol, atol=max(atol, 1e-7))):
@@ -297,3 +307,9 @@ class NotFinite(Property):
         return None
 
 
+def _parameters(fn):
+    """The names of `fn`'s parameters, or () where it has no signature."""
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return ()

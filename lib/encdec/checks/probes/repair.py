@@ -35,6 +35,7 @@ from .everywhere import EVERYWHERE_KINDS
 from .streams import STREAM_KINDS
 from .moves import STATEMENT_KINDS, axis_argument
 from .tracer import student_code
+from .default_axes import DEFAULT_AXIS_KINDS
 from .size_one_axes import SIZE_ONE_KINDS
 from .wiring import WIRING_KINDS
 
@@ -114,7 +115,7 @@ def _compiled(module, fn):
 
 def _edits(fdef):
     nodes = list(ast.walk(fdef))
-    kinds = [axis_argument, *WIRING_KINDS, *SIZE_ONE_KINDS, *EVERYWHERE_KINDS, *SHIFT_KINDS, *STREAM_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
+    kinds = [axis_argument, *WIRING_KINDS, *SIZE_ONE_KINDS, *DEFAULT_AXIS_KINDS, *EVERYWHERE_KINDS, *SHIFT_KINDS, *STREAM_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
     for kind in kinds:
         for i, node in enumerate(nodes):
             for edit in kind(i, node, fdef):

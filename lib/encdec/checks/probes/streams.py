@@ -3,7 +3,7 @@ residual that adds the block's input where the stream so far belongs (`h2 = norm
 `h1 = norm(x + sa)`), a flag overwritten in a loop where it accumulates (`done = nxt == eos` for
 `done = done | (nxt == eos)`), a loop counted from 1 where positions count from 0 (`range(1, n + 1)`), and the
 same call made on a shifted value at one place and on the unshifted one at another (`np.exp(x - m)` and
-`np.exp(x)`), and a list made outside the function that each call appends to, a generator read twice, and one list with two names (`outs = ws = []`). Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
+`np.exp(x)`), and a list made outside the function that each call appends to, a generator read twice, one list with two names (`outs = ws = []`), and a `return` indented into a loop. Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
 
 import ast
@@ -199,4 +199,25 @@ def _one_list_two_names(i, node, fdef):
                "one for each name.")
 
 
-STREAM_KINDS = [_one_list_two_names, _generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]
+def _return_in_loop(i, node, fdef):
+    """`return` as the last statement of a loop's body (indented one level too deep): the function returns after
+    the first pass; the return moved after the loop."""
+    if not (isinstance(node, (ast.For, ast.While)) and node.body and isinstance(node.body[-1], ast.Return)
+            and len(node.body) > 1):
+        return
+
+    def apply(n, tree):
+        holder = next((h for h in ast.walk(tree) for field in ("body", "orelse") if n in getattr(h, field, [])), None)
+        if holder is None or not isinstance(n.body[-1], ast.Return):
+            return False
+        body = holder.body if n in holder.body else holder.orelse
+        back = n.body.pop()
+        body.insert(body.index(n) + 1, back)
+        return True
+    yield Edit(i, "return_in_loop", apply, f"`{_text(node.body[-1])}` after the loop, not inside it",
+               f"`{_text(node.body[-1])}` is indented inside the loop, so the function returns during the first pass "
+               "and the other steps never run. Return once, after the loop (one indentation level out).",
+               node.body[-1].lineno)
+
+
+STREAM_KINDS = [_return_in_loop, _one_list_two_names, _generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]

@@ -1,0 +1,56 @@
+"""The repair's edits of an axis left to its default (tried with size_one_axes.py's): a reduction given no axis,
+which runs over the whole array where one axis of each vector is meant (`np.mean(g * x)` for
+`np.mean(g * x, axis=-1, keepdims=True)`), and a slice given one index, which cuts the first axis, the batch
+when a batch comes, where the positions are meant (`H_dec[t:t + 1]` for `H_dec[..., t:t + 1, :]`). Same contract
+as edits.py: each kind yields Edit(index, kind, apply, said, why).
+"""
+
+import ast
+
+from .nodes import Edit, _callee, _text
+
+_OVER_AN_AXIS = {"sum", "mean", "max", "min", "var", "std"}
+
+
+def _no_axis(node):
+    """`np.mean(a)` or `a.mean()`: a reduction with no axis, positional or named."""
+    if not (isinstance(node, ast.Call) and _callee(node) in _OVER_AN_AXIS) or any(
+            k.arg in ("axis", "dim", "keepdims", "keepdim") for k in node.keywords):
+        return False
+    method = isinstance(node.func, ast.Attribute) and not (isinstance(node.func.value, ast.Name)
+                                                           and node.func.value.id in ("np", "numpy", "torch"))
+    return not node.args if method else len(node.args) == 1
+
+
+def _reduction_over_everything(i, node, fdef):
+    """A reduction with no axis: over the whole array, where the formula reduces each vector (its last axis)."""
+    if not _no_axis(node):
+        return
+
+    def apply(n, tree):
+        n.keywords = [*n.keywords, ast.keyword("axis", ast.Constant(-1)), ast.keyword("keepdims", ast.Constant(True))]
+        return True
+    yield Edit(i, "whole_array", apply, f"axis=-1, keepdims=True added to `{_text(node)}`",
+               f"`{_text(node)}` has no axis, so it reduces the whole array to one number: every row gets the same "
+               "value. The formula reduces each vector on its own, along the last axis, keeping it (size 1) so that "
+               "the result lines up with the rows.")
+
+
+def _slice_of_first_axis(i, node, fdef):
+    """`H_dec[t:t + 1]`: a slice with one index cuts axis 0; the positions are counted from the end."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.slice, ast.Slice)
+            and (node.slice.lower is not None or node.slice.upper is not None)):
+        return
+    if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        return
+    for trailing in (1, 0):
+        def apply(n, tree, trailing=trailing):
+            n.slice = ast.Tuple([ast.Constant(Ellipsis), n.slice, *[ast.Slice() for _ in range(trailing)]], ast.Load())
+            return True
+        cut = f"{_text(node.value)}[..., {_text(node.slice)}{', :' if trailing else ''}]"
+        yield Edit(i, "first_axis", apply, f"`{cut}` in place of `{_text(node)}`",
+                   f"a slice with one index, `{_text(node)}`, cuts the first axis, which is the batch when a batch "
+                   f"comes; the axis meant is counted from the end, whatever axes lead (`...`).")
+
+
+DEFAULT_AXIS_KINDS = [_reduction_over_everything, _slice_of_first_axis]
