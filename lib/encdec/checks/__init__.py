@@ -16,7 +16,7 @@ A test cell imports its checker from the lesson's module, e.g.
     ordering   put the steps of a mechanism in order
     fixtures   seeded generators, random models and parameters, padded batches
     guard      the snapshot of what the checks rely on, verified before every score
-    lessonNN   each lesson's exercises and their checkers (lesson06 to lesson10 are packages:
+    lessonNN   each lesson's exercises and their checkers (lesson02, lesson03 and lesson05 to lesson10 are packages:
                a module per exercise or group of exercises, the names re-exported by the package)
 
 This package imports none of them itself, so that `encdec.mistakes` can use the catalog alone.
