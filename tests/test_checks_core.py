@@ -461,3 +461,21 @@ def test_calling_another_reference_is_not_called_the_exercises_own_function():
     text = out.getvalue()
     assert score == 0 and "`DecoderBlock.__call__`" in text, text
     assert "which this exercise does not let you call" in text and "the very function" not in text, text
+
+
+def test_an_array_returned_again_on_every_call_costs_the_part():
+    """A cache hands every caller the same array: a caller that changes it changes every later result. The
+    lessons' functions return new arrays; a fresh array each call keeps full marks."""
+    import functools
+    from encdec.checks import lesson03
+
+    @functools.lru_cache(maxsize=None)
+    def create_causal_mask(seq_len):
+        return np.triu(np.full((seq_len, seq_len), -np.inf), k=1)
+
+    def fresh(seq_len):
+        return np.triu(np.full((seq_len, seq_len), -np.inf), k=1)
+    score, text = run(lesson03.check_create_causal_mask, create_causal_mask)
+    assert score < 2 and "returned the very same array on two calls" in text, text
+    score, text = run(lesson03.check_create_causal_mask, fresh)
+    assert score == 2, text

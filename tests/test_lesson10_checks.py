@@ -325,3 +325,62 @@ def test_the_encoders_keys_made_with_the_self_attentions_weights_are_named():
     text = out.getvalue()
     assert score < exercise.points
     assert "as many as the sources' positions" in text and "recomputed at every step" not in text, text
+
+
+def decode_cached_with_the_default_eps(model, src, bos_id, eos_id, max_len):
+    """Every norm with eps 1e-6 where the model's own is ModelConfig.eps: a slip whose tokens, on the one case
+    that shows it, a catalog entry of another slip happens to give too."""
+    import math
+    from encdec.torch_model import merge_heads, split_heads
+    from encdec import sinusoidal_positions
+
+    def norm(x, gamma):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * gamma
+
+    def attend(q, k, v, mask=None):
+        s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + (0 if mask is None else mask)
+        return s.softmax(-1) @ v
+
+    cfg = model.config
+    h = cfg.n_heads
+    with torch.no_grad():
+        H_enc, src_mask = model.encode(src)
+        cross = [(split_heads(H_enc @ b.cross_attn.W_k, h), split_heads(H_enc @ b.cross_attn.W_v, h))
+                 for b in model.decoder]
+        keys, values = [None] * len(model.decoder), [None] * len(model.decoder)
+        token = torch.full((src.shape[0],), bos_id, dtype=torch.long)
+        done, out = torch.zeros(src.shape[0], dtype=torch.bool), []
+        for t in range(max_len):
+            pe = torch.from_numpy(sinusoidal_positions(t + 1, cfg.d_model)[t]).to(model.embedding.dtype)
+            x = (model.embedding[token] * math.sqrt(cfg.d_model) + pe)[:, None]
+            for i, b in enumerate(model.decoder):
+                a = norm(x, b.norm1_gamma)
+                k, v = split_heads(a @ b.self_attn.W_k, h), split_heads(a @ b.self_attn.W_v, h)
+                keys[i] = k if keys[i] is None else torch.cat([keys[i], k], -2)
+                values[i] = v if values[i] is None else torch.cat([values[i], v], -2)
+                x = x + merge_heads(attend(split_heads(a @ b.self_attn.W_q, h), keys[i], values[i])) @ b.self_attn.W_o
+                a = norm(x, b.norm2_gamma)
+                x = x + merge_heads(attend(split_heads(a @ b.cross_attn.W_q, h), *cross[i], src_mask)) @ b.cross_attn.W_o
+                x = x + b.ffn(norm(x, b.norm3_gamma))
+            logits = (norm(x[:, 0], model.decoder_norm_gamma) @ model.embedding.T).clone()
+            logits[:, [cfg.pad_id, bos_id]] = -torch.inf
+            token = torch.where(done, torch.full_like(token, cfg.pad_id), logits.argmax(-1))
+            out.append(token)
+            done = done | (token == eos_id)
+            if bool(done.all()):
+                break
+        return torch.stack(out, dim=1)
+
+
+def test_a_catalog_entry_that_is_wrong_where_the_answer_is_right_is_not_named():
+    """The catalog's cross-attention keys from a normalised encoder output give this answer's tokens on the case
+    with a large eps, but other tokens on cases the answer gets right: it is not what the answer does."""
+    from encdec.mistakes import CATALOG
+    exercise = next(e for e in L.EXERCISES if e.number == "10.6")
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        score = exercise.checker(decode_cached_with_the_default_eps, hidden=True)
+    text = out.getvalue()
+    normed = next(m for m in CATALOG["greedy_decode_cached"] if m.key == "cross_kv_from_normed_encoder_output")
+    assert score < exercise.points, text
+    assert "RMSNorm eps 0.05" in text, text  # the case that shows the slip failed
+    assert normed.diagnosis not in text, text

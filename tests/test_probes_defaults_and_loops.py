@@ -1,8 +1,8 @@
 """Kinds of slip named since batch v (each written as a student would, each diagnosis read from the checker with
 its catalog emptied; right answers written otherwise keep full marks): a helper's list default that earlier calls
 fill (defaults.py), a `return` indented into a loop (streams.py), a reduction given no axis and a slice given one
-index (default_axes.py), a gather written for one sequence (failed_lines.py), and a normalisation along a fixed
-axis where the case asks for another (properties.py)."""
+index (default_axes.py), a gather written for one sequence and a batch's boolean mask used to index one (m, m)
+array (indexing.py), and a normalisation along a fixed axis where the case asks for another (properties.py)."""
 
 import numpy as np
 
@@ -109,3 +109,18 @@ def test_a_normalisation_along_a_fixed_axis_points_at_the_axis_argument(no_catal
     assert score < lesson01.SOFTMAX.points
     assert "use the `axis` argument in every step that takes an axis" in text, text
     assert "not each row" not in text, text
+
+
+def decoder_mask_by_boolean_index(tgt_in, pad_id):
+    m = tgt_in.shape[-1]
+    mask = np.triu(np.full((m, m), -np.inf), k=1)
+    mask[:, tgt_in == pad_id] = -np.inf
+    return mask[None]
+
+
+def test_a_batchs_boolean_index_into_one_mask_is_named(no_catalog, time_enough):
+    from encdec.checks import lesson03
+    no_catalog("decoder_mask")
+    score, text = feedback(lesson03.check_decoder_mask, decoder_mask_by_boolean_index)
+    assert score < lesson03.DECODER_MASK.points
+    assert "with the boolean array `tgt_in == pad_id`, which has shape (2, 5)" in text, text

@@ -176,8 +176,8 @@ class Checker(Causes):
     def check_cases(self, label, student, reference, cases, catalog=(), forbidden=(), weight=1.0,
                     names=None, postprocess=None, probes=None, robust=False, inputs_kept=True):
         """One part: every case must match the reference; on the first mismatch diagnose it.
-        An answer that changes an input array in place fails the part (`inputs_kept=False`: an exercise
-        whose own part checks that).
+        An answer that changes an input array or a model's parameters in place, or returns the very same array
+        on two calls (a cache), fails the part (`inputs_kept=False`: an exercise whose own part checks that).
         `robust`: the part tests large, tiny or float32 inputs, and counts only when the others pass.
 
         `reference(*args, **kwargs)` computes the expected value; `catalog` is a list of Mistake;
@@ -240,8 +240,11 @@ class Checker(Causes):
                                else self._locate(attempt, reference)))
                 return self._failed(label, _join(case, problem, ""), mistake, student, weight, cases, case, robust)
             changed = inputs_kept and inputs.changed_inputs(student, args, kwargs, case.args, case.kwargs)
-            if changed or in_models:
-                said = inputs.message(student, changed) if changed else inputs.parameter_message(student, in_models)
+            shared = not (changed or in_models) and inputs_kept and inputs.result_shared(
+                student, case.args, case.kwargs, outcome.value, lambda a, k: run_student(student, a, k, forbidden))
+            if changed or in_models or shared:
+                said = (inputs.message(student, changed) if changed else inputs.parameter_message(student, in_models)
+                        if in_models else inputs.shared_message())
                 return self.part(label, False, _join(case, said, ""), weight, cases, case, robust)
             self._audit(probes, attempt, reference)
         return self.part(label, True, "", weight, cases, robust=robust)

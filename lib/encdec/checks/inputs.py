@@ -9,6 +9,9 @@ into that parameter's name, or into a name bound to a part of it (`E = model.emb
 A model given as an argument is not copied: its parameters (`model.parameters()`, arrays by name) are
 held before the call, compared after it and put back, so that an answer that scales `model.embedding` in
 place is told so, and neither the reference's expected values nor a later case sees the changed model.
+
+New arrays also means a new one on every call: an answer whose settings are plain numbers is called a second
+time, and a result that shares its memory with the first call's (a functools.lru_cache) is told so.
 """
 import ast
 import contextlib
@@ -73,6 +76,25 @@ def _bind_again(owner, current, array, depth=3):
         if not isinstance(value, (np.ndarray, str, int, float)) and _bind_again(value, current, array, depth - 1):
             return True
     return False
+
+
+def result_shared(student, args, kwargs, value, call):
+    """True when the answer, called again on the same settings (every argument a number, a string or None:
+    nothing of the caller's to return a view of), returns an array that shares its memory with the first
+    call's: a cache (functools.lru_cache) or a module-level array handed to every caller."""
+    if not isinstance(value, np.ndarray) or any(isinstance(v, (np.ndarray, list, dict)) or hasattr(v, "__dict__")
+                                                for v in [*args, *kwargs.values()]):
+        return False
+    again = call(tuple(args), dict(kwargs))
+    return again.error is None and isinstance(again.value, np.ndarray) and np.shares_memory(again.value, value)
+
+
+def shared_message():
+    """What a student reads when two calls returned the same array."""
+    return ("your function returned the very same array on two calls with the same settings (a cache such as "
+            "functools.lru_cache, or an array kept outside the function): a caller that changes one result in place "
+            "changes what every later call returns. Return a new array on every call: the lessons' functions "
+            "return new arrays.")
 
 
 def parameter_message(student, changed):

@@ -41,24 +41,39 @@ def diagnose(got, catalog, case, float32=False, postprocess=None, others=(), stu
 
 
 def _confirmed(mistake, others, student, forbidden, postprocess, reference):
-    """False when, on one of up to three other cases, the answer is wrong and the mistake's output is not the
-    answer's (its error or its values)."""
+    """False when, on one of up to three other cases, the mistake's output is not the answer's (its error or its
+    values): where the answer is wrong there, it is wrong in another way; where the answer's tokens are right
+    there, the mistake's are not (a cached decoder's tokens that fit one case's model by coincidence). Where an
+    answer of floats is right, a catalog entry broader than its slip may be wrong, so that case tells nothing;
+    so does a case where the answer raises."""
     for other in others[:3]:
         outcome = run_student(student, _copy(other.args), _copy(other.kwargs), forbidden)
         if outcome.error is not None:
             continue
         mine = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
-        try:
-            right = reference(*_copy(other.args), **_copy(other.kwargs))
-        except Exception:
-            continue
-        if postprocess is not None:
-            right = _safe(postprocess, right)
-        if compare(mine, right, other.float32) is None:
-            continue  # the answer is right there: that case tells nothing
+        if not _discrete(mine) and _right(mine, other, postprocess, reference):
+            continue  # where the answer is right, a mistake broader than its slip may not be (a guard for N = 0)
         if not _output_equals(mistake, mine, other, other.float32, postprocess):
-            return False
+            return False  # wrong where the answer is wrong, or (tokens) where the answer is right
     return True
+
+
+def _right(value, case, postprocess, reference):
+    try:
+        right = reference(*_copy(case.args), **_copy(case.kwargs))
+    except Exception:
+        return False
+    return compare(value, right if postprocess is None else _safe(postprocess, right), case.float32) is None
+
+
+def _discrete(value):
+    """Token ids (an integer array or tensor, alone or in a tuple): outputs that another computation matches
+    on one case by coincidence far more often than an array of floats."""
+    if isinstance(value, (tuple, list)):
+        return bool(value) and all(_discrete(v) for v in value)
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and not getattr(dtype, "is_floating_point", False) and (
+        str(dtype).startswith(("int", "uint", "torch.int", "torch.long")))
 
 
 def _output_equals(mistake, got, case, float32, postprocess):

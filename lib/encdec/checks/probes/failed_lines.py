@@ -1,6 +1,6 @@
 """Errors that are not about two shapes meeting, read from the student's failing line like shapes.py reads a
-shape error: an index with more axes than the array has (a batch axis taken for granted), a gather written for
-one sequence (`logp[np.arange(m), targets]` on a batch), a slice assigned
+shape error: an index written for one sequence (indexing.py: more axes than the array has, a boolean index of
+a batch, a gather with np.arange), a slice assigned
 a value of another length (an odd size split in halves), None used as an array (an optional argument not
 given), a tuple used as an array (a call that returns two values, not unpacked), axes written out for one
 batch axis (np.transpose(K, (0, 2, 1))), an array used as a condition (`if mask:`), and an in-place
@@ -9,75 +9,12 @@ variable, its shape or value, and the usual cause, in the student's names. Alway
 """
 
 import ast
-import linecache
 import re
-import traceback
-
-import numpy as np
 
 from .base import Probe
-from .shapes import _parsed, _resolve, _student_frame
-
-
-def failing_line(exc):
-    """(frame, the failing line's text, its syntax tree) of the student's last frame in the traceback, or None."""
-    tb = _student_frame(exc)
-    if tb is None:
-        return None
-    entry = traceback.extract_tb(tb, limit=1)[0]
-    raw = (linecache.getline(entry.filename, entry.lineno) or entry.line or "").strip()
-    text = raw.removeprefix("return ").rstrip(":")
-    for keyword in ("if ", "elif ", "while "):  # a condition's line: its expression
-        text = text.removeprefix(keyword)
-    tree = _parsed(text, raw)
-    return (tb.tb_frame, raw, tree) if tree is not None else None
-
-
-def _failed(attempt, kinds, words):
-    """failing_line() of the answer's error when it is one of `kinds` and its message says `words`, else None."""
-    exc = attempt.error
-    if not isinstance(exc, kinds) or words not in str(exc):
-        return None
-    return failing_line(exc)
-
-
-def failed_nodes(attempt, kinds, words):
-    """(frame, the failing line, a node of its tree) for each node, when the answer's error is one of `kinds`
-    and says `words`; nothing otherwise."""
-    found = _failed(attempt, kinds, words)
-    if found is not None:
-        frame, line, tree = found
-        for node in ast.walk(tree):
-            yield frame, line, node
-
-
-def _indexed(subscript):
-    """How many axes an index takes (None and ... take none)."""
-    elts = subscript.slice.elts if isinstance(subscript.slice, ast.Tuple) else [subscript.slice]
-    return sum(1 for e in elts if not (isinstance(e, ast.Constant) and e.value in (None, Ellipsis)))
-
-
-class TooManyIndices(Probe):
-    """`targets[:, :-1]` on one sequence (m,): the index takes a batch axis the input does not have."""
-
-    kind = "indexing"
-
-    def find(self, attempt, probes):
-        found = _failed(attempt, IndexError, "too many indices")
-        if found is None:
-            return None
-        frame, line, tree = found
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Subscript):
-                a = _resolve(node.value, frame)
-                if a is not None and _indexed(node) > a.ndim:
-                    name = ast.unparse(node.value)
-                    return self.finding(attempt, "too_many_indices", (
-                        f"`{ast.unparse(node)}` indexes {_indexed(node)} axes, but `{name}` has shape {a.shape}: "
-                        f"{a.ndim} axis{'es' if a.ndim != 1 else ''}, without the leading (batch) axis the line counts "
-                        "on. Inputs come with any number of leading axes (the docstring's `...`): index from the end, "
-                        "with `...` for whatever leads (`x[..., :-1]`), and give axes as negative numbers."))
-        return None
+from .failing import _failed, failing_line
+from .indexing import INDEXING_PROBES
+from .shapes import _resolve
 
 
 _INTO = re.compile(r"could not broadcast input array from shape \(([\d, ]*)\) into shape \(([\d, ]*)\)")
@@ -277,42 +214,5 @@ class InPlaceGrows(Probe):
             f"`{target} = {target} {op} {value}`."))
 
 
-def _counts_up(node, frame):
-    """`np.arange(m)` (or `range(m)`), or a name that holds 0, 1, ..., k - 1: an index that walks one axis."""
-    if isinstance(node, ast.Call):
-        return ast.unparse(node.func).split(".")[-1] in ("arange", "range")
-    value = _resolve(node, frame) if isinstance(node, ast.Name) else None
-    return value is not None and value.ndim == 1 and value.dtype.kind in "iu" \
-        and bool(np.array_equal(value, np.arange(value.size)))
-
-
-class GatherForOneSequence(Probe):
-    """`logp[np.arange(m), targets]` on a batch (B, m, V): the index arrays take the first axes, the batch and the
-    positions, where one sequence's (m, V) has positions and the vocabulary."""
-
-    kind = "indexing"
-
-    def find(self, attempt, probes):
-        found = _failed(attempt, IndexError, "out of bounds")
-        if found is None:
-            return None
-        frame, line, tree = found
-        for node in ast.walk(tree):
-            if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple) and node.slice.elts
-                    and _counts_up(node.slice.elts[0], frame)):
-                continue
-            a = _resolve(node.value, frame)
-            if a is None or a.ndim <= len(node.slice.elts):
-                continue
-            name, picked = ast.unparse(node.value), ast.unparse(node.slice.elts[-1])
-            return self.finding(attempt, "gather_for_one_sequence", (
-                f"`{ast.unparse(node)}` is a gather written for one sequence: its index arrays take the first "
-                f"{len(node.slice.elts)} axes of `{name}`, which has shape {a.shape} here, so `{ast.unparse(node.slice.elts[0])}` "
-                f"runs along the batch. Pick along the last axis whatever axes lead: "
-                f"`np.take_along_axis({name}, {picked}[..., None], axis=-1)[..., 0]` (and, to change those entries, "
-                f"`np.put_along_axis`, or subtract a one-hot array)."))
-        return None
-
-
-FAILED_LINE_PROBES = [TooManyIndices(), GatherForOneSequence(), SliceAssignment(), NoneOperand(), TupleOperand(), AxesForOneBatch(),
+FAILED_LINE_PROBES = [*INDEXING_PROBES, SliceAssignment(), NoneOperand(), TupleOperand(), AxesForOneBatch(),
                       ArrayAsCondition(), InPlaceGrows()]

@@ -11,7 +11,7 @@ import re
 
 from .base import Probe
 from .nodes import function_of
-from .failed_lines import _failed, failed_nodes, failing_line
+from .failing import _failed, failed_nodes, failing_line
 from .shapes import _resolve
 
 
