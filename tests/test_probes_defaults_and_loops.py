@@ -2,7 +2,8 @@
 its catalog emptied; right answers written otherwise keep full marks): a helper's list default that earlier calls
 fill (defaults.py), a `return` indented into a loop (streams.py), a reduction given no axis and a slice given one
 index (default_axes.py), a gather written for one sequence and a batch's boolean mask used to index one (m, m)
-array (indexing.py), and a normalisation along a fixed axis where the case asks for another (properties.py)."""
+array (indexing.py), a normalisation along a fixed axis where the case asks for another (properties.py), one
+`None` where two belong (size_one_axes.py), and a factor on one operand of a min (factors.py)."""
 
 import numpy as np
 
@@ -124,3 +125,31 @@ def test_a_batchs_boolean_index_into_one_mask_is_named(no_catalog, time_enough):
     score, text = feedback(lesson03.check_decoder_mask, decoder_mask_by_boolean_index)
     assert score < lesson03.DECODER_MASK.points
     assert "with the boolean array `tgt_in == pad_id`, which has shape (2, 5)" in text, text
+
+
+def decoder_mask_one_axis_short(tgt_in, pad_id):
+    from encdec.attention import create_causal_mask
+    pads = np.where(tgt_in == pad_id, -np.inf, 0.0)[..., None, :]
+    return create_causal_mask(tgt_in.shape[-1]) + pads
+
+
+def test_one_none_where_two_belong_is_named(no_catalog, time_enough):
+    from encdec.checks import lesson03
+    no_catalog("decoder_mask")
+    score, text = feedback(lesson03.check_decoder_mask, decoder_mask_one_axis_short)
+    assert score < lesson03.DECODER_MASK.points
+    assert "[..., None, None, :]` in place of" in text, text
+
+
+def schedule_with_the_factor_on_one_side(step, d_model, warmup_steps, factor=1.0):
+    rising = factor * step * warmup_steps ** -1.5
+    falling = step ** -0.5
+    return d_model ** -0.5 * min(falling, rising)
+
+
+def test_a_factor_on_one_operand_of_a_min_is_named(no_catalog, time_enough):
+    from encdec.checks import lesson08
+    no_catalog("warmup_schedule")
+    score, text = feedback(lesson08.check_warmup_schedule, schedule_with_the_factor_on_one_side)
+    assert score < lesson08.WARMUP_SCHEDULE.points
+    assert "With `factor *` added to `falling = step ** (-0.5)` there" in text, text

@@ -56,7 +56,7 @@ variants, properties (attention's rules), behaviour (calls, invariants, decoded 
 choices for gradients, training and decoding), constants (fitted numbers), results (what the returned
 value alone says), settings (a setting lost on its way in: `if pad_id:` for 0, a notebook's constant), unread (a parameter never read, a numbered attribute whose siblings are, or an attribute the course's own method reads), defaults (a helper's list default that earlier calls fill), masking (a mask applied after the softmax), stability (a log of a softmax's
 output), flattening (np.insert given no axis), repair with wiring, size_one_axes (an axis of size 1 inserted or dropped), default_axes (a reduction with no axis, a slice with one index), streams (a value carried from step to step), everywhere (one
-edit at every place at once), edits, moves and arithmetic, failed_lines with indexing and failing (the failing line read from an error), shapes (shape errors, and a wrong output
+edit at every place at once), edits, moves, arithmetic and factors, failed_lines with indexing and failing (the failing line read from an error), shapes (shape errors, and a wrong output
 shape explained) with views (the arrays a failing line's expressions hold) and shape_causes (what caused one), tracer and divergence (the first line that goes wrong), and judging.py, the one
 place that says in which order the causes of a failure are looked for.
 

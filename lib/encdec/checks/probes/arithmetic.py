@@ -2,15 +2,15 @@
 where the formula adds (`scores * mask`), a double where it squares (`d_model * 2`), and parentheses left
 out or put around the wrong terms (`t ** -3 / 2`, `(step * warmup) ** -1.5`, `np.sqrt(2 / np.pi * x)` for
 `np.sqrt(2 / np.pi) * x`), Python's own operators misread (`^` for a power, `&` for `|`), two parameters in each
-other's place in one term, a factor outside a sum that belongs inside it, a factor one return has and
-the other lacks, the power of a mean where the formula takes the mean of the powers (`np.mean(x) ** 2`), a
+other's place in one term, a factor in the wrong place (factors.py), the power of a mean where the formula takes the mean of the powers (`np.mean(x) ** 2`), a
 term added to what a call returns that belongs inside it (`rms_norm(x, g) + out`); and a shift made at one place of a line and not at another (`z - log(sum(exp(z - m)))`), tried early. Same contract as edits.py.
 """
 
 import ast
 import copy
 
-from .nodes import Edit, _callee, _parent, _reduced, _replace_child, _text, operator_edit, replaced
+from .factors import _SUMS, FACTOR_KINDS
+from .nodes import Edit, _callee, _reduced, _text, operator_edit, replaced
 
 _SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**",
             ast.MatMult: "@", ast.Mod: "%"}
@@ -197,60 +197,6 @@ def _names_exchanged(i, node, fdef):
                        f"`{a}` stands where the formula has `{b}`, and `{b}` where it has `{a}`.")
 
 
-_SUMS = ("sum", "mean")
-
-
-def _factor_outside_sum(i, node, fdef):
-    """`np.sum(dout, ...) * p` (or `dout.sum(...) * p`) where the formula sums the products, `np.sum(dout * p, ...)`."""
-    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
-        return
-    for call, other in ((node.left, node.right), (node.right, node.left)):
-        if isinstance(call, ast.Call) and _callee(call) in _SUMS and _reduced(call) is not None \
-                and isinstance(other, (ast.Name, ast.Attribute)):
-            moved = f"the sum of `{_text(_reduced(call))} * {_text(other)}`"
-
-            def apply(n, tree, left=call is node.left):
-                inner, factor = (n.left, n.right) if left else (n.right, n.left)
-                array = _reduced(inner)
-                product = ast.BinOp(array, ast.Mult(), factor)
-                if inner.args and inner.args[0] is array:
-                    inner.args[0] = product
-                else:
-                    inner.func.value = product
-                parent = _parent(tree, n)
-                return parent is not None and _replace_child(parent, n, inner)
-            yield Edit(i, "factor_outside_sum", apply, f"{moved} in place of `{_text(node)}`",
-                       f"`{_text(other)}` multiplies the sum, where the formula sums the products: each term is "
-                       f"multiplied by its own `{_text(other)}` before the sum.")
-
-
-def _factor_in_one_branch(i, node, fdef):
-    """Two returns of the function (a warm-up and a decay), one with a factor (`d_model ** -0.5`) the other lacks."""
-    if node is not fdef:
-        return
-    returns = [r for r in ast.walk(fdef) if isinstance(r, ast.Return) and r.value is not None]
-    if len(returns) != 2:
-        return
-
-    def factors(expr):
-        return [expr.right, *factors(expr.left)] if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult) \
-            else [expr]
-    for full, short in (returns, returns[::-1]):
-        have = {_text(f) for f in factors(short.value)}
-        for factor in factors(full.value):
-            text = _text(factor)
-            if text in have or not any(isinstance(n, ast.Name) for n in ast.walk(factor)):
-                continue
-
-            def apply(n, tree, line=short.lineno, text=text):
-                target = next(r for r in ast.walk(n) if isinstance(r, ast.Return) and r.lineno == line)
-                target.value = ast.BinOp(target.value, ast.Mult(), ast.parse(text, mode="eval").body)
-                return True
-            yield Edit(i, "factor_in_one_branch", apply, f"`* {text}` added to `{_text(short)}`",
-                       f"the return on line {full.lineno} has the factor `{text}` and the one on line {short.lineno} "
-                       "does not: the formula applies it to both branches.", short.lineno)
-
-
 def _power_of_reduction(i, node, fdef):
     """`np.mean(x, ...) ** 2` (the square of the mean) where the formula takes the mean of the squares,
     `np.mean(x ** 2, ...)`: the power moved into the reduction."""
@@ -299,6 +245,6 @@ def _term_outside_call(i, node, fdef):
                f"what `{_callee(call)}` takes (`{_callee(call)}` of the sum).")
 
 
-ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _python_operators, _regroup, _narrow_call, _names_exchanged, _factor_outside_sum,
-                    _factor_in_one_branch, _power_of_reduction, _term_outside_call]
+ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _python_operators, _regroup, _narrow_call, _names_exchanged, *FACTOR_KINDS,
+                    _power_of_reduction, _term_outside_call]
 SHIFT_KINDS = [_shifted_once]  # tried with everywhere.py's: one change at every place of a line

@@ -1,6 +1,6 @@
 """The repair's edits of an axis of size 1 (tried with wiring.py's, before edits.py's): an axis inserted where
 the array already has it (`mask[..., None, :]` of a mask shaped to broadcast), two or more `None`s that add
-axes the result does not have (`mask[None, None]` "to broadcast"), an axis dropped by an integer
+axes the result does not have (`mask[None, None]` "to broadcast"), one `None` where two belong, an axis dropped by an integer
 index where the result keeps it (`padding_mask(...)[..., 0, :, :]`, where `0:1` keeps the heads' axis), and a
 reduced axis put back at the end (`[..., None]` after a reduction over `axis`, in one expression or through a
 name), where keepdims=True keeps it in place, and a squeeze() that drops them all. Same contract as edits.py: each kind yields
@@ -58,6 +58,27 @@ def _extra_new_axes(i, node, fdef):
     yield Edit(i, "new_axis", apply, f"`{_text(node)}` without its {len(nones)} `None`s",
                f"each `None` inserts an axis of size 1 that the result does not have (the docstring gives its shape): "
                f"broadcasting adds such axes itself where the array is used, so there is no need to add them here.")
+
+
+def _one_none_short(i, node, fdef):
+    """`pad[..., None, :]` where the result keeps two axes of size 1 there (a mask's heads' and queries' axes): one
+    `None` more."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+        return
+    items = _items(node)
+    at = next((k for k, item in enumerate(items) if isinstance(item, ast.Constant) and item.value is None), None)
+    if at is None:
+        return
+
+    def apply(n, tree, at=at):
+        if not isinstance(n.slice, ast.Tuple):
+            n.slice = ast.Tuple([n.slice], ast.Load())
+        n.slice.elts.insert(at, ast.Constant(None))
+        return True
+    longer = _text(node).replace("None", "None, None", 1)
+    yield Edit(i, "new_axis", apply, f"`{longer}` in place of `{_text(node)}`",
+               "one `None` adds one axis of size 1; the result keeps two there (for a mask: the heads' axis and the "
+               "queries' axis, (..., 1, 1, n)), so one more is needed.")
 
 
 def _index_drops_axis(i, node, fdef):
@@ -159,4 +180,4 @@ def _squeezed(i, node, fdef):
                "mask's heads and queries) and a batch of one too.")
 
 
-SIZE_ONE_KINDS = [_extra_new_axis, _extra_new_axes, _index_drops_axis, _reduction_axis_at_the_end, _squeezed]
+SIZE_ONE_KINDS = [_extra_new_axis, _extra_new_axes, _one_none_short, _index_drops_axis, _reduction_axis_at_the_end, _squeezed]
