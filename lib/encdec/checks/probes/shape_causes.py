@@ -60,18 +60,24 @@ def _reduced_without_keepdims(node, frame, resolve):
         "1, so the result broadcasts along it.")
 
 
+def _made_before(node, frame, resolve, kind):
+    """(the array the name `node` holds in the failing frame, the statements of its function before the failing
+    line that assign it a value of the syntax `kind`), or (None, []) when it is not a name of an array there."""
+    if not isinstance(node, ast.Name):
+        return None, []
+    array, tree = resolve(node, frame), function_of(frame)
+    if array is None or tree is None:
+        return None, []
+    return array, [stmt for stmt in ast.walk(tree) if isinstance(stmt, ast.Assign) and isinstance(stmt.value, kind)
+                   and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets)
+                   and stmt.lineno < frame.f_lineno]
+
+
 def _cut_short(node, frame, resolve):
     """`name` assigned `...[:, :bound]` in the function, where the array `name` holds is shorter than `bound` along
     that axis: the slice kept it as it was, and it meets an array of the full length."""
-    if not isinstance(node, ast.Name):
-        return None
-    array, tree = resolve(node, frame), function_of(frame)
-    if array is None or tree is None:
-        return None
-    for stmt in ast.walk(tree):
-        if not (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets)
-                and isinstance(stmt.value, ast.Subscript) and stmt.lineno < frame.f_lineno):
-            continue
+    array, made = _made_before(node, frame, resolve, ast.Subscript)
+    for stmt in made:
         items = stmt.value.slice.elts if isinstance(stmt.value.slice, ast.Tuple) else [stmt.value.slice]
         ellipsis = [k for k, item in enumerate(items) if isinstance(item, ast.Constant) and item.value is Ellipsis]
         for k, item in enumerate(items):
@@ -95,15 +101,9 @@ def _shaped_for_one_batch(node, frame, resolve):
     """`name` made with a shape that starts from another array's first size (`np.full((targets.shape[0], 1),
     ...)`), where that array has another number of axes than one batch axis plus the rest: the new array counts
     on exactly one leading axis."""
-    if not isinstance(node, ast.Name):
-        return None
-    array, tree = resolve(node, frame), function_of(frame)
-    if array is None or tree is None:
-        return None
-    for stmt in ast.walk(tree):
-        if not (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == node.id for t in stmt.targets)
-                and isinstance(stmt.value, ast.Call) and stmt.value.args and isinstance(stmt.value.args[0], ast.Tuple)
-                and stmt.lineno < frame.f_lineno):
+    array, made = _made_before(node, frame, resolve, ast.Call)
+    for stmt in made:
+        if not (stmt.value.args and isinstance(stmt.value.args[0], ast.Tuple)):
             continue
         shape = stmt.value.args[0]
         first = shape.elts[0] if shape.elts else None
