@@ -201,7 +201,7 @@ def numerical_gradient(f, x, h=1e-5):
     """Central differences: df/dx_i ~ (f(x + h e_i) - f(x - h e_i)) / (2h), entry by entry.
 
     Inputs:  f  a function of no arguments returning a scalar; it reads the array x.
-             x  float64 array of any shape; perturbed in place and restored.
+             x  float64 array of any shape; perturbed in place and put back exactly.
              h  the step [CONFIG].
     Returns: grad, shaped like x.
     """

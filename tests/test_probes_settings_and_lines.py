@@ -2,8 +2,8 @@
 model has its own pad id), a sibling attribute never read (`norm3_gamma`, unread.py), and the repair's edits of
 one line or one call: a shift made at one place of a line and not another, a reduced axis put back at the end
 through a name, tensordot's and np.pad's axes, a parameter made again by a weight (K through W_k). Also the
-tracer, which takes a value near an input only within the tolerance for a computed one, and 7.2's note on x
-restored by arithmetic. Each slip is written as a student would; each diagnosis is read from the checker with
+tracer, which takes a value near an input only within the tolerance for a computed one, and 7.2's part on x
+restored by arithmetic (it loses that part). Each slip is written as a student would; each diagnosis is read from the checker with
 its catalog emptied; right answers written otherwise keep full marks and get none of these words."""
 
 import numpy as np
@@ -251,10 +251,10 @@ def gradient_written_back(f, x, h=1e-5):
     return grad
 
 
-def test_x_restored_by_arithmetic_keeps_its_points_and_gets_a_note(time_enough):
+def test_x_restored_by_arithmetic_loses_the_part_that_asks_for_x_exactly(time_enough):
     score, text = feedback(lesson07.check_numerical_gradient, gradient_restored_by_arithmetic)
-    assert score == lesson07.NUMERICAL_GRADIENT.points, text
-    assert "counts as restored; yet not exactly" in text and "write it back (x[idx] = old)" in text, text
+    assert score == lesson07.NUMERICAL_GRADIENT.points * 3 / 4, text  # the gradient's part (weight 3 of 4) is kept
+    assert "x is not put back exactly" in text and "write it back (x[idx] = old)" in text, text
 
 
 def test_x_written_back_gets_no_note(time_enough):

@@ -99,7 +99,7 @@ def dropout_backward(dout, keep, rate):
 def numerical_gradient(f, x, h=1e-5):
     """Central differences: df/dx_i ~ (f(x + h e_i) - f(x - h e_i)) / (2h), for scalar f.
 
-    `x` is a float64 array that f reads; it is perturbed in place and restored.
+    `x` is a float64 array that f reads; it is perturbed in place and put back exactly.
     Returns: an array shaped like x.
     """
     if not isinstance(x, np.ndarray) or x.dtype != np.float64:

@@ -7,7 +7,7 @@ The modules, one job each (the test cells and the notebooks import everything fr
 
     cross_entropy        Exercise 7.1, softmax_cross_entropy (and the loss's knob model, xent_model,
                          which Lesson 8's sequence_cross_entropy uses too)
-    numerical_gradient   Exercise 7.2, numerical_gradient (and the note on an x restored by arithmetic)
+    numerical_gradient   Exercise 7.2, numerical_gradient (x put back exactly)
     softmax_backward     Exercise 7.3, softmax_backward
     attention_backward   Exercise 7.4, attention_backward
     rms_norm_backward    Exercise 7.5, rms_norm_backward

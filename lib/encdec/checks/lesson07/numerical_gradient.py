@@ -1,6 +1,6 @@
 """Exercise 7.2, numerical_gradient: the scalar functions it differentiates (Problem), its cases, the probes
-(a loop over the first axis read from the source, a factor on the differences) and the checker, with the note
-on an x restored by arithmetic."""
+(a loop over the first axis read from the source, a factor on the differences) and the checker, which asks for
+x put back exactly, as the statement does: an x restored by arithmetic, off in its last bits, loses that part."""
 
 import ast
 import dataclasses
@@ -147,26 +147,30 @@ def check_numerical_gradient(numerical_gradient=None, *, points=None, hidden=Fal
     c.check_cases("central differences, entry by entry", _gradient_of(fn) if fn else None, _gradient_of(ref),
                   cases, catalog=wrapped(catalog, _gradient_of), forbidden=forbidden,
                   probes=NUMERICAL_GRADIENT_PROBES)
-    if c.check_cases("x is left as it was", _x_after(fn) if fn else None, _x_after(ref), cases,
-                     catalog=wrapped(catalog, _x_after), forbidden=forbidden):
-        note = _restored_by_arithmetic(fn, c.to_run(cases), forbidden)
-        if note:
-            c.note(note)
+    inexact = _restored_by_arithmetic(fn, c.to_run(cases), forbidden) if fn else None
+    if inexact is not None:
+        case, message = inexact
+        c.part("x is left as it was", False, message, cases=c.to_run(cases), failed=case)
+    else:
+        c.check_cases("x is left as it was", _x_after(fn) if fn else None, _x_after(ref), cases,
+                      catalog=wrapped(catalog, _x_after), forbidden=forbidden)
     return c.result()
 
 
 def _restored_by_arithmetic(fn, cases, forbidden):
-    """A note (no points: x is back to within rounding, which the statement asks) where an entry of x comes back
-    different in its last bits: undone by arithmetic (+= h, -= 2 h, += h), not written back; "" otherwise."""
+    """(case, why) where x comes back within rounding but not exactly, an entry off in its last bits: undone by
+    arithmetic (+= h, -= 2 h, += h), not written back. The statement asks for each entry put back exactly as
+    it was, so this fails the part. None otherwise (x exact, or off by more, which the part's cases diagnose)."""
     for case in cases:
         problem, *h = case.args
         f, x = problem.make()
         before = x.copy()
-        if run_student(fn, (f, x, *h), forbidden=forbidden).error is not None or np.array_equal(x, before):
+        if run_student(fn, (f, x, *h), forbidden=forbidden).error is not None or np.array_equal(x, before) \
+                or x.shape != before.shape or not np.allclose(x, before, rtol=1e-9, atol=1e-12):
             continue
         idx = tuple(int(i) for i in np.argwhere(x != before)[0])
-        return (f"x comes back within rounding, so it counts as restored; yet not exactly: on \"{case.label}\", "
-                f"x{list(idx)} was {float(before[idx])!r} and is {float(x[idx])!r} afterwards. Undoing a step by arithmetic (+= h, "
-                "then -= 2 * h, then += h) does not always give the old number back in floating point; save it "
-                "(old = x[idx]) and write it back (x[idx] = old) to restore x exactly.")
-    return ""
+        return case, (f"x is not put back exactly: on \"{case.label}\", x{list(idx)} was {float(before[idx])!r} and "
+                      f"is {float(x[idx])!r} afterwards. The statement asks for each entry put back exactly as it "
+                      "was. Undoing a step by arithmetic (+= h, then -= 2 * h, then += h) does not always give the "
+                      "old number back in floating point; save it (old = x[idx]) and write it back (x[idx] = old).")
+    return None
