@@ -69,15 +69,16 @@ def numerical_gradient(f, x, h=1e-5):
 
 @alternative("numerical_gradient")
 def numerical_gradient(f, x, h=1e-5):  # noqa: F811
-    """a flat view of x, written with += and -= (restored up to rounding)."""
+    """a flat view of x, each entry saved and written back."""
     flat = x.reshape(-1)
     grad = np.empty(x.size)
     for k in range(x.size):
-        flat[k] += h
+        kept = flat[k].copy()
+        flat[k] = kept + h
         fp = f()
-        flat[k] -= 2 * h
+        flat[k] = kept - h
         fm = f()
-        flat[k] += h
+        flat[k] = kept
         grad[k] = 0.5 * (fp - fm) / h
     return grad.reshape(x.shape)
 

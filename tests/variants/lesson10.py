@@ -186,7 +186,7 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):  # noqa: F811
     model.train(mode)
     pad, width = model.config.pad_id, max(pred.shape[1], tgt.shape[1])
     same = F.pad(pred, (0, width - pred.shape[1]), value=pad) == F.pad(tgt, (0, width - tgt.shape[1]), value=pad)
-    return same.all(dim=1).float().mean()
+    return same.all(dim=1).float().mean().item()
 
 
 @alternative("exact_match")

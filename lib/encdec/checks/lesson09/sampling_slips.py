@@ -60,13 +60,15 @@ def _sampling_diagnosis(c, freqs, error, case, catalog, others=()):
 
 
 def _distribution(logits, temperature=1.0, top_k=None, top_p=None, *, temp="divide", k_shift=0, k_from="largest",
-                  nucleus="before", order="k_then_p"):
+                  nucleus="before", order="k_then_p", ties="kept"):
     """next_token_distribution with knobs: temp ("divide"; "multiply": logits * T; "none": T ignored;
     "after": the top-k/top-p sets chosen at temperature 1), k_shift (top_k + shift kept), k_from ("largest";
     "smallest": the threshold is the k-th smallest, so V - k + 1 tokens are kept), nucleus
     ("before": a token is kept while the mass before it is < top_p; "inclusive": while the mass up to it
     is < top_p, so the crossing token is dropped; "le": mass before it <= top_p, one token more on a tie;
-    "none": top_p ignored), order ("k_then_p"; "p_then_k")."""
+    "none": top_p ignored), order ("k_then_p"; "p_then_k"), ties ("kept": every token tied with the k-th largest
+    stays; "last": exactly k positions, an ascending argsort's last k, so a tie keeps the later ids; "first": a
+    descending argsort's first k, the earlier ids)."""
     logits = np.asarray(logits, dtype=np.float64)
     V = logits.shape[-1]
     if temperature == 0:
@@ -81,6 +83,12 @@ def _distribution(logits, temperature=1.0, top_k=None, top_p=None, *, temp="divi
         kk = min(max(top_k + k_shift, 1), V)
         kk = kk if k_from == "largest" else V - kk + 1
         masked = np.where(allowed, chooser, -np.inf)
+        if ties != "kept":
+            ranked = np.argsort(masked, axis=-1, kind="stable")[..., V - kk:] if ties == "last" else \
+                np.argsort(-masked, axis=-1, kind="stable")[..., :kk]
+            chosen = np.zeros(masked.shape, dtype=bool)
+            np.put_along_axis(chosen, ranked, True, axis=-1)
+            return allowed & chosen
         kth = np.sort(masked, axis=-1)[..., V - kk][..., None]
         return allowed & (masked >= kth)
 
@@ -116,6 +124,13 @@ SAMPLING_CHOICES = [
                 ("smallest", "top_k_threshold_from_smallest",
                  "the threshold is the k-th smallest logit, not the k-th largest, so V - k + 1 tokens are kept, not k "
                  "(an ascending np.sort read at index k - 1): read it at index -k")]),
+    ("ties", [("kept", "", ""),
+              ("last", "top_k_drops_a_tie", "exactly top_k positions are kept (an argsort's last k), so of the tokens "
+                                            "tied with the k-th largest logit only some stay; every token whose logit "
+                                            "is at least the k-th largest stays: compare with that value (z >= kth)"),
+              ("first", "top_k_drops_a_tie", "exactly top_k positions are kept (an argsort's first k), so of the tokens "
+                                             "tied with the k-th largest logit only some stay; every token whose logit "
+                                             "is at least the k-th largest stays: compare with that value (z >= kth)")]),
     ("nucleus", [("before", "", ""),
                  ("inclusive", "nucleus_drops_crossing_token", "the nucleus stops before the token that takes the mass "
                                                                "to top_p (that token must stay)"),

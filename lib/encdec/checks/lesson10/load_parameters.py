@@ -140,11 +140,27 @@ def _observe_refusals(fn, seed, sizes):
         kind = type(outcome.error).__name__ if outcome.error is not None else "none"
         results.append((label, kind))
     summary = ("refusals",) + tuple(k for _, k in results)
+    lacking, unexpected = results[0][1], results[1][1]
+    if (lacking == "none") != (unexpected == "none") and "ValueError" in (lacking, unexpected):
+        return summary, _one_way(*(label for label, _ in results[:2]), lacking == "none"), None
     for label, kind in results:
         if kind != "ValueError":
             said = "was accepted" if kind == "none" else f"raised {kind}, not ValueError"
             return summary, f"a dict {label} {said}", None
     return ("ok",), "", None
+
+
+def _one_way(lacking, unexpected, lacking_accepted):
+    """Why one of the two name checks is missing: the names are compared in one direction only."""
+    if lacking_accepted:
+        return (f"a dict {lacking} was accepted, while one {unexpected} was refused: your check of the names goes "
+                "one way only, from the dict's names to the module's. A parameter the dict lacks then keeps its old "
+                "value without a word. Check both ways: the module's names missing from the dict, and the dict's "
+                "names the module lacks (compare the two sets of names).")
+    return (f"a dict {unexpected} was accepted, while one {lacking} was refused: your check of the names goes one "
+            "way only, from the module's names to the dict's. A name the module lacks (a typo) is then ignored "
+            "without a word. Check both ways: the module's names missing from the dict, and the dict's names the "
+            "module lacks (compare the two sets of names).")
 
 
 LOAD_NUMPY_PARAMETERS = Exercise("10.1", "load_numpy_parameters", points=2,

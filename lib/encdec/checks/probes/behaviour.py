@@ -164,6 +164,14 @@ class DecodedRows(Property):
             return self.finding(attempt, "runs_after_all_ended", (
                 "every row had ended (EOS) before your last column, which is all padding: stop the loop as "
                 "soon as every row has produced its EOS, rather than running on to max_len."))
+        if mine.shape[-1] == right.shape[-1] - 1 and max_len is not None and right.shape[-1] < max_len \
+                and np.array_equal(mine, right[:, :-1]) and np.any(right[:, -1] == eos):
+            row = int(np.argwhere(right[:, -1] == eos)[0][0])
+            return self.finding(attempt, "last_step_dropped", (
+                "your output is the right one without its last column, the step on which the last row produced "
+                "its EOS: the loop stops when every row has ended before that step's tokens are kept. Keep the "
+                "step's tokens first (append the column), then stop if every row has ended."),
+                f"row {row} ends without its EOS: {mine[row].tolist()}.")
         if mine.shape[-1] < right.shape[-1] and np.any(~np.any(mine == eos, axis=-1)):
             return self.finding(attempt, "stopped_too_early", (
                 "your output stops while a row has not yet produced EOS (and max_len is not reached): stop "

@@ -18,9 +18,12 @@ _COMPARE = {ast.Gt: (ast.GtE, ">", ">="), ast.GtE: (ast.Gt, ">=", ">"), ast.Lt: 
 _AXES = (-1, -2, -3, 0, 1, 2)
 _PAIRS = {"sin": "cos", "cos": "sin", "max": "min", "min": "max", "maximum": "minimum", "minimum": "maximum",
           "argmax": "argmin", "argmin": "argmax", "triu": "tril", "tril": "triu", "amax": "amin", "amin": "amax",
-          "any": "all", "all": "any", "d_k": "n_heads", "n_heads": "d_k"}
+          "any": "all", "all": "any", "d_k": "n_heads", "n_heads": "d_k", "mean": "sum", "sum": "mean"}
 _PAIR_WHY = {frozenset(("d_k", "n_heads")): "n_heads is how many heads there are and d_k the width of each "
-                                            "(d_model // n_heads); split_heads takes the number of heads."}
+                                            "(d_model // n_heads); split_heads takes the number of heads.",
+             frozenset(("mean", "sum")): "a mean is the sum divided by how many entries it reduces, so the two differ "
+                                         "by that count (the vocabulary's size, a sequence's length); the formula "
+                                         "has {other} here."}
 
 
 def _floordiv(i, node, fdef):
@@ -167,7 +170,8 @@ def _pair(i, node, fdef):
             return True
         yield Edit(i, "instead", apply, f"`{_atom(node.value)}.{other}` in place of `{_text(node)}`",
                    _PAIR_WHY.get(frozenset((node.attr, other)),
-                                 f"{node.attr} and {other} are easy to exchange; the formula has {other} here."))
+                                 "{old} and {other} are easy to exchange; the formula has {other} here.").format(
+                                     old=node.attr, other=other))
 
 
 def _sort(i, node, fdef):

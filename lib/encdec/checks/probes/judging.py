@@ -13,8 +13,8 @@ order. The first that names one wins; none of them changes the score.
    helper's list default that earlier calls fill (defaults.DEFAULT_PROBES), a
    parameter the answer never reads, where the right result needs it, or an attribute the course's own method
    reads and the answer's never does (unread.UNREAD_PROBES), a mask
-   applied after the softmax (masking.MASKING_PROBES) and a log of a softmax's output that gives -inf
-   (stability.STABILITY_PROBES), and an array flattened by np.insert given no axis (flattening.FLATTENING_PROBES),
+   applied after the softmax (masking.MASKING_PROBES), a log of a softmax's output that gives -inf and an
+   np.exp that overflows (stability.STABILITY_PROBES), and an array flattened by np.insert given no axis (flattening.FLATTENING_PROBES),
    tried
    before the first probe that is not `exact` (a property of the output, which names only an effect:
    positions that read later ones, where cross-attention was given no encoder output), except

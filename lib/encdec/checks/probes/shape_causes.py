@@ -3,12 +3,16 @@ an operation fails): a `.T` of an array with a batch axis (it reverses every axi
 without keepdims (the reduced axis is gone, so the result lines up against another), an array cut to a length
 it is shorter than (`pred[:, :m]` of a prediction that stopped early: a slice never pads), an array made with a shape
 that starts from another's first size (`np.full((targets.shape[0], 1), ...)`: one batch axis), and an array walked
-along its first axis (`list(heads)`, `for h in heads`, `zip(*heads)`) where that axis is the batch. Each says
+along its first axis (`list(heads)`, `for h in heads`, `zip(*heads)`) where that axis is the batch; and a
+reshape given a size read from another array (`t.reshape(*lead, T, h, d_k)` with T the queries' length, where t
+holds the keys). Each says
 (detail, words) in the student's names and shapes; None where none of them is the cause. Nothing of the
 student's is run: the arrays are read from the failing frame.
 """
 
 import ast
+
+import numpy as np
 
 from .nodes import _REDUCTIONS, _axis_slots, _callee, _const_int, _reduced, _text, function_of
 
@@ -120,6 +124,94 @@ def _shaped_for_one_batch(node, frame, resolve):
             f"`{node.id}` gets {tuple(int(n) for n in array.shape)}. Take every leading axis, whatever there are: "
             f"`{source}.shape[:-1] + ({rest},)`.")
     return None
+
+
+def _pieces(node, frame, resolve):
+    """[(node, its sizes)] for the pieces a reshape's shape is written with, read from the frame: a number, a name
+    of one, `self.n_heads`, `*lead` of a list of numbers, `x.shape[:-2]`, and tuples of these joined with +; None
+    where any piece is something else."""
+    if isinstance(node, ast.Tuple):
+        parts = [_pieces(e, frame, resolve) for e in node.elts]
+        return None if any(p is None for p in parts) else [q for p in parts for q in p]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _pieces(node.left, frame, resolve), _pieces(node.right, frame, resolve)
+        return None if left is None or right is None else left + right
+    value = None
+    if isinstance(node, ast.Starred) and isinstance(node.value, ast.Name):
+        value = frame.f_locals.get(node.value.id)
+    elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape" \
+            and isinstance(node.slice, ast.Slice) and node.slice.step is None:
+        array = resolve(node.value.value, frame)
+        ends = [None if e is None else _const_int(e) for e in (node.slice.lower, node.slice.upper)]
+        if array is not None and all(e is not None or b is None for e, b in zip(ends, (node.slice.lower,
+                                                                                       node.slice.upper))):
+            value = array.shape[ends[0]:ends[1]]
+    if value is not None:
+        return [(node, [int(v) for v in value])] if all(isinstance(v, (int, np.integer)) for v in value) else None
+    if _const_int(node) is not None:
+        return [(node, [_const_int(node)])]
+    if isinstance(node, ast.Name):
+        value = frame.f_locals.get(node.id)
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in frame.f_locals:
+        value = getattr(frame.f_locals[node.value.id], node.attr, None)
+    return [(node, [value])] if type(value) is int else None
+
+
+def reshaped_with_another_size(call, frame, resolve):
+    """(detail, words) where `x.reshape(..., T, ...)` fails and `T` is not x's size along any axis, while x's own
+    size along one axis in its place would hold x's entries: T was read from another array (the queries' length
+    used for the keys). The statement that set T is looked for in the failing function and the one that called it
+    (a helper defined inside a method reads the method's names)."""
+    array = resolve(call.func.value, frame)
+    pieces = _pieces(call.args[0] if len(call.args) == 1 else ast.Tuple(list(call.args)), frame, resolve) \
+        if call.args else None
+    if array is None or not pieces:
+        return None
+    asked = int(np.prod([n for _, s in pieces for n in s]))
+    for arg, size in pieces:
+        if not isinstance(arg, ast.Name) or size[0] <= 0 or size[0] in array.shape or asked % size[0]:
+            continue
+        for axis in range(-1, -array.ndim - 1, -1):
+            own = int(array.shape[axis])
+            if asked // size[0] * own != array.size:
+                continue
+            name, shape = _text(call.func.value), tuple(int(n) for n in array.shape)
+            return "size_of_another", (
+                f"`{arg.id}` is {size[0]} here, but `{name}` has shape {shape}: {own} along axis {axis}, and with {own} "
+                f"in its place the reshape holds {name}'s {int(array.size)} numbers.{_set_by(arg.id, frame)} Take "
+                f"each size from the array you reshape: {name}.shape[{axis}].")
+    return None
+
+
+def _assigned(name, tree):
+    return [stmt for stmt in ast.walk(tree) if isinstance(stmt, ast.Assign)
+            and any(isinstance(n, ast.Name) and n.id == name for t in stmt.targets for n in ast.walk(t))]
+
+
+def _set_by(name, frame):
+    """Words on where `name` got its value: an assignment in the failing function or the one that called it (a
+    helper defined inside a method reads the method's names), or the call that passed it as an argument."""
+    tree, caller = function_of(frame), function_of(frame.f_back) if frame.f_back is not None else None
+    for where in (tree, caller):
+        made = _assigned(name, where) if where is not None else []
+        if made:
+            return f" `{name}` is set by `{_text(made[0])}` (line {made[0].lineno}): the size of another array."
+    code = frame.f_code
+    params = code.co_varnames[:code.co_argcount]
+    if name not in params or caller is None:
+        return ""
+    for call in ast.walk(caller):
+        if isinstance(call, ast.Call) and call.lineno <= frame.f_back.f_lineno <= call.end_lineno \
+                and _callee(call) == code.co_name:
+            k = params.index(name) - (1 if params and params[0] == "self" and isinstance(call.func, ast.Attribute)
+                                      else 0)
+            given = call.args[k] if 0 <= k < len(call.args) else None
+            made = _assigned(given.id, caller) if isinstance(given, ast.Name) else []
+            if made:
+                return (f" `{name}` is the `{given.id}` that `{_text(call)}` passes, and `{given.id}` is set by "
+                        f"`{_text(made[0])}` (line {made[0].lineno}): the size of another array.")
+    return ""
+
 
 
 def _iterated_batch(frame, resolve, sizes):

@@ -8,7 +8,7 @@ import traceback
 import numpy as np
 
 from .base import Finding, Probe
-from .shape_causes import cause
+from .shape_causes import cause, reshaped_with_another_size
 from .shape_reasons import size_named
 from .views import view
 
@@ -137,6 +137,9 @@ class ShapeError(Probe):
                 a = self.resolve(node.func.value, frame)
                 if a is not None:
                     name = ast.unparse(node.func.value)
+                    found = reshaped_with_another_size(node, frame, self.resolve)
+                    if found is not None:
+                        return self.finding(attempt, found[0], f"`{ast.unparse(node)}` fails: {found[1]}")
                     return self.finding(attempt, "reshape", (
                         f"`{ast.unparse(node)}` fails: {name} has shape {_shape_of(a)} ({int(np.prod(_shape_of(a)))} "
                         "numbers), which the shape asked for cannot hold. A reshape keeps the number of entries: "
