@@ -610,9 +610,10 @@ def exact_match(model, src, tgt, bos_id, eos_id, max_len):
     Inputs:  model  a torch Seq2Seq with model.greedy_decode(src, bos_id, eos_id, max_len) -> (B, L) ids
              src (B, n), tgt (B, m)  integer tensors; each target row ends in <eos>, then pads
              bos_id, eos_id; max_len the most tokens to generate
-    Returns: a float in [0, 1]: the fraction of rows whose prediction matches every target token up to
-             and including <eos>. The model's mode (model.training) is the same afterwards as before
-             (model.greedy_decode runs it in eval mode under torch.no_grad() and restores its mode).
+    Returns: a Python float in [0, 1] (not a 0-d tensor: .item() of one), the fraction of rows whose
+             prediction matches every target token up to and including <eos>. The model's mode
+             (model.training) is the same afterwards as before (model.greedy_decode runs it in eval mode
+             under torch.no_grad() and restores its mode).
     """
     ### BEGIN SOLUTION
     was_training = model.training
