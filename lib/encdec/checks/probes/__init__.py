@@ -71,7 +71,8 @@ from .behaviour import Calls, DecodedRows, Invariant, Proportional
 from .combos import Combos, EachOutput, combos
 from .constants import Constant, Fitted, name_number
 from .judging import find_slip, setting_slip
-from .properties import AdditiveMask, Causal, HeadsCompared, MaskedKeysZero, NotFinite, RowsSumToOne
+from .causality import Causal
+from .properties import AdditiveMask, HeadsCompared, MaskedKeysZero, NotFinite, RowsSumToOne
 from .shape_reasons import explain_shape
 from .shapes import ERROR_PROBES, FailedProduct, ShapeError, TorchShapeError
 from .divergence import locate

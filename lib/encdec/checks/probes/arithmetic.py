@@ -41,6 +41,17 @@ def _double_for_square(i, node, fdef):
         f"`{_text(node)}` multiplies by {power} where the formula raises to the power {power}."))
 
 
+def _product_for_power(i, node, fdef):
+    """`1 - beta1 * t` where the formula raises: `1 - beta1 ** t` (a bias correction)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.right, ast.Name) \
+            and isinstance(node.left, ast.Name) and any(
+                isinstance(p, ast.BinOp) and isinstance(p.op, ast.Sub) and p.right is node
+                and isinstance(p.left, ast.Constant) and p.left.value == 1 for p in ast.walk(fdef)):
+        yield operator_edit(i, node, ast.Pow, "*", "**", (
+            f"`{_text(node)}` multiplies where the formula raises `{_text(node.left)}` to the power "
+            f"`{_text(node.right)}` (a bias correction's 1 - beta^t)."))
+
+
 def _regroup(i, node, fdef):
     """Parentheses left out or put around the wrong terms: `t ** -3 / 2` for `t ** (-3 / 2)`,
     `0.5 * x * 1 + t` for `0.5 * x * (1 + t)`, `(a + b) * c` for `a + b * c`."""
@@ -245,6 +256,6 @@ def _term_outside_call(i, node, fdef):
                f"what `{_callee(call)}` takes (`{_callee(call)}` of the sum).")
 
 
-ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _python_operators, _regroup, _narrow_call, _names_exchanged, *FACTOR_KINDS,
+ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _product_for_power, _python_operators, _regroup, _narrow_call, _names_exchanged, *FACTOR_KINDS,
                     _power_of_reduction, _term_outside_call]
 SHIFT_KINDS = [_shifted_once]  # tried with everywhere.py's: one change at every place of a line

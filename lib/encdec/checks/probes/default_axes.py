@@ -1,13 +1,14 @@
 """The repair's edits of an axis left to its default (tried with size_one_axes.py's): a reduction given no axis,
 which runs over the whole array where one axis of each vector is meant (`np.mean(g * x)` for
 `np.mean(g * x, axis=-1, keepdims=True)`), and a slice given one index, which cuts the first axis, the batch
-when a batch comes, where the positions are meant (`H_dec[t:t + 1]` for `H_dec[..., t:t + 1, :]`). Same contract
+when a batch comes, where the positions are meant (`H_dec[t:t + 1]` for `H_dec[..., t:t + 1, :]`); and an argument
+sliced with a loop's variable where it is the same at every step (`mask[..., t:t + 1]` for `mask`). Same contract
 as edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
 
 import ast
 
-from .nodes import Edit, _callee, _text
+from .nodes import Edit, _callee, _parent, _replace_child, _text
 
 _OVER_AN_AXIS = {"sum", "mean", "max", "min", "var", "std"}
 
@@ -53,4 +54,24 @@ def _slice_of_first_axis(i, node, fdef):
                    f"comes; the axis meant is counted from the end, whatever axes lead (`...`).")
 
 
-DEFAULT_AXIS_KINDS = [_reduction_over_everything, _slice_of_first_axis]
+def _sliced_by_the_loop(i, node, fdef):
+    """`mask[..., t:t + 1]` in a loop over t, where `mask` is a parameter meant whole at every step."""
+    params = {a.arg for a in fdef.args.args + fdef.args.kwonlyargs}
+    if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name)
+            and node.value.id in params):
+        return
+    loops = {n.target.id for n in ast.walk(fdef) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)}
+    read = {n.id for n in ast.walk(node.slice) if isinstance(n, ast.Name)} & loops
+    if not read:
+        return
+    name, step = node.value.id, sorted(read)[0]
+
+    def apply(n, tree):
+        parent = _parent(tree, n)
+        return parent is not None and _replace_child(parent, n, ast.Name(name, ast.Load()))
+    yield Edit(i, "sliced_per_step", apply, f"`{name}` in place of `{_text(node)}`",
+               f"`{_text(node)}` takes a slice of `{name}` with the loop's `{step}`, as if `{name}` had one entry per "
+               f"step; it is the same at every step (the docstring says what its axes are): pass `{name}` whole.")
+
+
+DEFAULT_AXIS_KINDS = [_reduction_over_everything, _slice_of_first_axis, _sliced_by_the_loop]

@@ -58,8 +58,8 @@ def _axis(i, node, fdef):
         if old is None:
             continue
         for new in _AXES:
-            if new == old:
-                continue
+            if new == old or new in _other_swapped(node, value):
+                continue  # swapaxes(x, k, k) does nothing: _step_too_many says that
 
             def apply(n, tree, slot=slot, new=new):
                 if isinstance(slot, ast.keyword):
@@ -278,7 +278,11 @@ def _off_by_one(i, node, fdef):
     where = ("where a slice starts, stops or steps" if any(isinstance(p, ast.Slice) and node in (p.lower, p.upper, p.step)
                                                          for p in ast.walk(fdef))
              else "in a count, an index, or where a range or a step count starts")
+    swapped = next((_other_swapped(c, node) for c in ast.walk(fdef) if isinstance(c, ast.Call) and node in c.args), ())
     for new in (k + 1, k - 1):
+        if new in swapped:
+            continue
+
         def apply(n, tree, new=new):
             parent = _parent(tree, n)
             return parent is not None and _replace_child(parent, n, _int_node(new))
@@ -287,5 +291,33 @@ def _off_by_one(i, node, fdef):
         yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", said)
 
 
-EXPRESSION_KINDS = [_floordiv, _compare, _axis, _shape_axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort,
+def _other_swapped(call, value):
+    """The other axis of a swapaxes call that `value` is one axis of, as a 1-tuple; () otherwise."""
+    axes = call.args[-2:] if _callee(call) == "swapaxes" and len(call.args) >= 2 else []
+    other = [_const_int(a) for a in axes if a is not value]
+    return tuple(other) if len(axes) == 2 and len(other) == 1 and other[0] is not None else ()
+
+
+def _step_too_many(i, node, fdef):
+    """`np.swapaxes(heads, -2, -3)` before a helper that makes the same swap itself, or `x.squeeze(-2)` of an axis
+    the result keeps: the call dropped."""
+    if not (isinstance(node, ast.Call) and _callee(node) in ("swapaxes", "moveaxis", "squeeze")
+            and isinstance(node.func, ast.Attribute)):
+        return
+    module = isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy", "torch")
+    if module and not node.args:
+        return
+    array = node.args[0] if module else node.func.value
+
+    def apply(n, tree):
+        parent = _parent(tree, n)
+        return parent is not None and _replace_child(parent, n, n.args[0] if module else n.func.value)
+    why = (f"`{_text(node)}` removes an axis of size 1 that the result keeps (the docstring's shape has it)."
+           if _callee(node) == "squeeze" else
+           f"`{_text(node)}` moves axes that are already where the next step takes them: a step too many (a helper "
+           "such as merge_heads or split_heads makes that move itself).")
+    yield Edit(i, "step_too_many", apply, f"`{_text(array)}` in place of `{_text(node)}`", why)
+
+
+EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort,
                     _flip, _truthiness, _off_by_one]

@@ -13,7 +13,7 @@ more (one place is edits.py's), except the eps, which reads a constant the code 
 
 import ast
 
-from .arithmetic import _regroup, _term_outside_call, term_outside_call
+from .arithmetic import _product_for_power, _regroup, _term_outside_call, term_outside_call
 from .edits import _dot, _keepdims, _transpose
 from .nodes import _REDUCTIONS, Edit, _axis_slots, _callee, _const_int, _int_node, _parent, _replace_child, _text
 
@@ -302,6 +302,8 @@ EVERYWHERE_KINDS = [
     _every(_regroup, "`1 - b ** t` in place of every `(1 - b) ** t`",
            "the parentheses make `1 - b` one term, so the power applies to all of it; the formula raises `b` alone "
            "(a bias correction's 1 - beta^t), at each place.", _power_of_a_difference),
+    _every(_product_for_power, "`b ** t` in place of every `b * t`",
+           "a product where the formula raises to a power: a bias correction is 1 - beta^t, at each place."),
     _every(_term_outside_call, "each term moved into the call it is added to",
            "a sublayer's output (or another term) is added to what a call returns, at each place; the formula puts it "
            "inside, into what the call takes: `rms_norm(x + out, g)`, not `rms_norm(x, g) + out`.",

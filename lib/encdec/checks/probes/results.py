@@ -1,7 +1,8 @@
 """What the answer's returned value itself says, before any probe computes a variant: the right results in
 another order, the right numbers in another shape or with their axes in another order, an integer array
-where the answer has fractions, the right array reduced over one axis (its argmax, mean, sum or max), and
-the largest float where the right result has an infinity (np.nan_to_num).
+where the answer has fractions, the right array reduced over one axis (its argmax, mean, sum or max), the
+largest float where the right result has an infinity (np.nan_to_num), and whole columns (or rows) left at 0,
+never written (a loop over range(d // 2) pairs with d odd).
 Each reads only the answer's output and the reference's on the failing case, so each is exact: it names the
 slip only when the numbers say so. Always on, first in the judging order (judging.py).
 """
@@ -201,4 +202,37 @@ class LargestFloat(Probe):
         return None
 
 
-RESULT_PROBES = [Reordered(), Reshaped(), Permuted(), Truncated(), Reduced(), LargestFloat()]
+class Unwritten(Probe):
+    """Every entry right but whole columns (or rows) that are exactly 0 where the answer's are not: the array was
+    made with zeros and nothing wrote them."""
+
+    kind = "result"
+
+    def find(self, attempt, probes):
+        if attempt.error is not None:
+            return None
+        for label, g, e in _pairs(attempt):
+            if g is None or e is None or g.shape != e.shape or g.ndim < 2 or not np.issubdtype(e.dtype, np.floating):
+                continue
+            with np.errstate(all="ignore"):
+                wrong = ~np.isclose(g.astype(np.float64), e, rtol=1e-6, atol=1e-9)
+            if not wrong.any() or np.any(g[wrong] != 0) or not np.all(np.isfinite(e[wrong])):
+                continue
+            for axis, word in ((-1, "column"), (-2, "row")):
+                lines = np.flatnonzero(np.moveaxis(wrong, axis, -1).reshape(-1, g.shape[axis]).any(axis=0))
+                taken = np.take(g, lines, axis=axis)
+                if np.any(taken != 0) or len(lines) * (g.size // g.shape[axis]) > 2 * wrong.sum():
+                    continue  # not whole lines of zeros (or mostly right there)
+                size, shown = g.shape[axis], ", ".join(str(int(k)) for k in lines[:4])
+                said = (f"{label}'s {word}{'s' if len(lines) > 1 else ''} {shown} (of {size}, along axis {axis}) "
+                        f"hold{'' if len(lines) > 1 else 's'} 0 where the answer has numbers, and every other entry "
+                        "is right: nothing writes "
+                        f"{'them' if len(lines) > 1 else 'it'}, so it keeps the 0 the array was made with.")
+                if size % 2 == 1 and list(lines) == [size - 1]:
+                    said += (f" With {size} odd, a loop over the pairs, range({size} // 2), stops at {word}s "
+                             f"{size - 3} and {size - 2}; {word} {size - 1} has no partner and needs a step of its own.")
+                return self.finding(attempt, "unwritten", said)
+        return None
+
+
+RESULT_PROBES = [Reordered(), Reshaped(), Permuted(), Truncated(), Reduced(), LargestFloat(), Unwritten()]
