@@ -1,8 +1,9 @@
 """The one-token edits the repair probe (repair.py) tries on an answer's own code, in the order it tries
 them: each a small change a slip often is (`//` for `/`, `>` for `>=`, another axis, a missing
-keepdims, len() of a batch, np.dot for @, .T of a batched array, sin for cos, an ascending sort, a
-sign, a product for a quotient, a number off by one, a statement too many or out of place, two
-arguments in each other's place, a call around a value, one variable read where another belongs).
+keepdims, len() of a batch, a sign, a product for a quotient, a number off by one; from call_edits.py, np.dot for @,
+.T of a batched array, sin for cos, an ascending sort, a swap or a squeeze too many; and, in moves.py, a statement
+too many or out of place, two arguments in each other's place, a call around a value, one variable read where
+another belongs).
 
 Each kind is a generator of Edit (nodes.py says how one is made). EXPRESSION_KINDS lists them in the order
 they are tried.
@@ -10,22 +11,13 @@ they are tried.
 
 import ast
 
-from .nodes import (_REDUCTIONS, Edit, _atom, _axis_slots, _axis_values, _callee, _const_int, _inside_unary,
+from .call_edits import _dot, _other_swapped, _pair, _sort, _step_too_many, _transpose
+from .nodes import (_REDUCTIONS, Edit, _axis_slots, _axis_values, _callee, _const_int, _inside_unary,
                     _int_node, _parent, _reduced, _replace_child, _text, operator_edit)
 
 _COMPARE = {ast.Gt: (ast.GtE, ">", ">="), ast.GtE: (ast.Gt, ">=", ">"), ast.Lt: (ast.LtE, "<", "<="),
             ast.LtE: (ast.Lt, "<=", "<")}
 _AXES = (-1, -2, -3, 0, 1, 2)
-_PAIRS = {"sin": "cos", "cos": "sin", "max": "min", "min": "max", "maximum": "minimum", "minimum": "maximum",
-          "argmax": "argmin", "argmin": "argmax", "triu": "tril", "tril": "triu", "amax": "amin", "amin": "amax",
-          "any": "all", "all": "any", "d_k": "n_heads", "n_heads": "d_k", "mean": "sum", "sum": "mean"}
-_PAIR_WHY = {frozenset(("d_k", "n_heads")): "n_heads is how many heads there are and d_k the width of each "
-                                            "(d_model // n_heads); split_heads takes the number of heads.",
-             frozenset(("mean", "sum")): "a mean is the sum divided by how many entries it reduces, so the two differ "
-                                         "by that count (the vocabulary's size, a sequence's length); the formula "
-                                         "has {other} here."}
-
-
 def _floordiv(i, node, fdef):
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv):
         def apply(n, tree):
@@ -139,56 +131,6 @@ def _leading(i, node, fdef):
                    "none or with several: `...` stands for whatever leading axes there are.")
 
 
-def _dot(i, node, fdef):
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dot" \
-            and isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy"):
-        def apply(n, tree):
-            n.func.attr = "matmul"
-            return True
-        yield Edit(i, "dot", apply, f"`np.matmul` (@) in place of `np.dot` in `{_text(node)}`",
-                   "np.dot of arrays with more than two axes is not a batched product: it pairs every batch with "
-                   "every other. @ (np.matmul) multiplies batch by batch.")
-
-
-def _transpose(i, node, fdef):
-    if isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.ctx, ast.Load):
-        def apply(n, tree):
-            parent = _parent(tree, n)
-            call = ast.Call(ast.Attribute(n.value, "swapaxes", ast.Load()), [_int_node(-1), _int_node(-2)], [])
-            return parent is not None and _replace_child(parent, n, call)
-        yield Edit(i, "transpose", apply, f"`{_atom(node.value)}.swapaxes(-1, -2)` in place of `{_text(node)}`",
-                   ".T reverses every axis; with a batch in front only the last two should swap "
-                   "(np.swapaxes(x, -1, -2), or x.mT in torch).")
-
-
-def _pair(i, node, fdef):
-    if isinstance(node, ast.Attribute) and node.attr in _PAIRS and isinstance(node.ctx, ast.Load):
-        other = _PAIRS[node.attr]
-
-        def apply(n, tree, other=other):
-            n.attr = other
-            return True
-        yield Edit(i, "instead", apply, f"`{_atom(node.value)}.{other}` in place of `{_text(node)}`",
-                   _PAIR_WHY.get(frozenset((node.attr, other)),
-                                 "{old} and {other} are easy to exchange; the formula has {other} here.").format(
-                                     old=node.attr, other=other))
-
-
-def _sort(i, node, fdef):
-    if isinstance(node, ast.Call) and _callee(node) in ("sort", "argsort") and node.args \
-            and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-            and node.func.value.id in ("np", "numpy"):
-        def apply(n, tree):
-            n.args[0] = ast.UnaryOp(ast.USub(), n.args[0])
-            if _callee(n) == "sort":
-                parent = _parent(tree, n)
-                return parent is not None and _replace_child(parent, n, ast.UnaryOp(ast.USub(), n))
-            return True
-        yield Edit(i, "order", apply, f"the largest first in `{_text(node)}` (sort -x)",
-                   "np.sort and np.argsort order from the smallest up; the largest come first when you sort -x "
-                   "(or read the ascending order from the end).")
-
-
 _FLIP = {ast.Add: (ast.Sub, "+", "-"), ast.Sub: (ast.Add, "-", "+"), ast.Mult: (ast.Div, "*", "/"),
          ast.Div: (ast.Mult, "/", "*")}
 
@@ -289,34 +231,6 @@ def _off_by_one(i, node, fdef):
         said = (f"a factor of {k} where the formula has {new}" + (" (none)" if new == 1 else "") + "." if factor
                 else f"a number one off, {where}.")
         yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", said)
-
-
-def _other_swapped(call, value):
-    """The other axis of a swapaxes call that `value` is one axis of, as a 1-tuple; () otherwise."""
-    axes = call.args[-2:] if _callee(call) == "swapaxes" and len(call.args) >= 2 else []
-    other = [_const_int(a) for a in axes if a is not value]
-    return tuple(other) if len(axes) == 2 and len(other) == 1 and other[0] is not None else ()
-
-
-def _step_too_many(i, node, fdef):
-    """`np.swapaxes(heads, -2, -3)` before a helper that makes the same swap itself, or `x.squeeze(-2)` of an axis
-    the result keeps: the call dropped."""
-    if not (isinstance(node, ast.Call) and _callee(node) in ("swapaxes", "moveaxis", "squeeze")
-            and isinstance(node.func, ast.Attribute)):
-        return
-    module = isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy", "torch")
-    if module and not node.args:
-        return
-    array = node.args[0] if module else node.func.value
-
-    def apply(n, tree):
-        parent = _parent(tree, n)
-        return parent is not None and _replace_child(parent, n, n.args[0] if module else n.func.value)
-    why = (f"`{_text(node)}` removes an axis of size 1 that the result keeps (the docstring's shape has it)."
-           if _callee(node) == "squeeze" else
-           f"`{_text(node)}` moves axes that are already where the next step takes them: a step too many (a helper "
-           "such as merge_heads or split_heads makes that move itself).")
-    yield Edit(i, "step_too_many", apply, f"`{_text(array)}` in place of `{_text(node)}`", why)
 
 
 EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort,

@@ -14,7 +14,8 @@ more (one place is edits.py's), except the eps, which reads a constant the code 
 import ast
 
 from .arithmetic import _product_for_power, _regroup, _term_outside_call, term_outside_call
-from .edits import _dot, _keepdims, _transpose
+from .call_edits import _dot, _transpose
+from .edits import _keepdims
 from .nodes import _REDUCTIONS, Edit, _axis_slots, _callee, _const_int, _int_node, _parent, _replace_child, _text
 
 
