@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from .base import Variant, replaced
+from .base import Variant, informative, replaced
 from .variants import Variants
 
 
@@ -75,7 +75,8 @@ class EachOutput(Variant):
             if attempt.is_expected(_with(expected, i, got[i])):
                 continue  # this output is right
             for detail, diagnosis, value in variants:
-                if not attempt.is_expected(_with(expected, i, value[i])) and attempt.matches(_with(got, i, value[i])):
+                if not attempt.is_expected(_with(expected, i, value[i])) and attempt.matches(_with(got, i, value[i])) \
+                        and informative(value[i], expected[i]):
                     return self.finding(attempt, f"{name}:{detail}", f"in `{name}`: {diagnosis}")
         return None
 

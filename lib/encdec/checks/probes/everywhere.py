@@ -206,6 +206,12 @@ def _power_of_a_difference(node):
         and isinstance(node.left.op, ast.Sub)
 
 
+def _difference_after_a_division(node):
+    """`m / 1 - b ** t`: a difference whose left side is a division (the divisor meant to be the difference)."""
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.left, ast.BinOp) \
+        and isinstance(node.left.op, ast.Div)
+
+
 def _tensordot_axes(node):
     """(the axes node, its ints in order) of `np.tensordot(a, b, axes=([1], [1]))` (or dims= in torch), else None."""
     if not (isinstance(node, ast.Call) and _callee(node) == "tensordot"):
@@ -303,6 +309,10 @@ EVERYWHERE_KINDS = [
     _every(_regroup, "`1 - b ** t` in place of every `(1 - b) ** t`",
            "the parentheses make `1 - b` one term, so the power applies to all of it; the formula raises `b` alone "
            "(a bias correction's 1 - beta^t), at each place.", _power_of_a_difference),
+    _every(_regroup, "`m / (1 - b ** t)` in place of every `m / 1 - b ** t`",
+           "without parentheses, `/` divides by the number before the `-` alone and the power is subtracted "
+           "afterwards; the bias correction divides by the whole 1 - beta^t, which needs parentheses, at each place.",
+           _difference_after_a_division),
     _every(_product_for_power, "`b ** t` in place of every `b * t`",
            "a product where the formula raises to a power: a bias correction is 1 - beta^t, at each place."),
     _every(_term_outside_call, "each term moved into the call it is added to",

@@ -14,6 +14,7 @@ import re
 from .base import Probe
 from .failing import _failed, failing_line
 from .indexing import INDEXING_PROBES
+from .nodes import function_of
 from .shapes import _resolve
 
 
@@ -78,8 +79,13 @@ class NoneOperand(Probe):
         frame, line, tree = found
         code = frame.f_code
         params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and node.id in frame.f_locals and frame.f_locals[node.id] is None:
+        for node in _none_names(tree, frame, attempt.error):
+                if node.id in params and not _defaults_to_none(frame, node.id):
+                    return self.finding(attempt, "none_argument", (
+                        f"`{node.id}` is None here: the call passed None for it, and `{line.removeprefix('return ')}` "
+                        "cannot use None as an array. Look at what the caller gives: a value not made yet (a cache's "
+                        "entry before its first append, a list's placeholder), or the result of something that "
+                        "returns nothing."))
                 if node.id in params:
                     return self.finding(attempt, "optional_argument", (
                         f"`{node.id}` is None here (the call gave no {node.id}: None is its default), and "
@@ -89,6 +95,36 @@ class NoneOperand(Probe):
                     f"`{node.id}` is None on that line: it was made by something that returns nothing (a function "
                     "without `return`, or a method that works in place, such as list.sort)."))
         return None
+
+
+def _defaults_to_none(frame, name):
+    """True when the parameter `name` of the failing function has the default None (read from its source); True
+    too where the source cannot be read, the message for an optional argument being the one said before."""
+    tree = function_of(frame)
+    fdef = tree.body[0] if tree is not None and tree.body and isinstance(
+        tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if fdef is None:
+        return True
+    args = [*fdef.args.posonlyargs, *fdef.args.args]
+    pairs = list(zip(args[len(args) - len(fdef.args.defaults):], fdef.args.defaults))
+    pairs += [(a, d) for a, d in zip(fdef.args.kwonlyargs, fdef.args.kw_defaults) if d is not None]
+    return any(a.arg == name and isinstance(d, ast.Constant) and d.value is None for a, d in pairs)
+
+
+def _none_names(tree, frame, error):
+    """The names of the failing line that hold None, the one the error is about first (`k` of `k.transpose` where
+    the error says "no attribute 'transpose'"); a name the line itself tests against None (`0 if mask is None
+    else mask`) is guarded there, and left out."""
+    said = re.search(r"has no attribute '(\w+)'", str(error))
+    guarded = {n.left.id for n in ast.walk(tree) if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name)
+               and any(isinstance(op, (ast.Is, ast.IsNot)) for op in n.ops)
+               and any(isinstance(c, ast.Constant) and c.value is None for c in n.comparators)}
+    names = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in frame.f_locals
+             and frame.f_locals[n.id] is None and n.id not in guarded]
+    about = [n for n in ast.walk(tree) if said and isinstance(n, ast.Attribute) and n.attr == said.group(1)
+             and isinstance(n.value, ast.Name)]
+    first = [n for n in names if any(a.value is n for a in about)]
+    return first + [n for n in names if n not in first]
 
 
 class TupleOperand(Probe):
@@ -180,6 +216,12 @@ class ArrayAsCondition(Probe):
         params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and hasattr(frame.f_locals.get(node.id), "shape"):
+                if node.id in params and not _defaults_to_none(frame, node.id):
+                    return self.finding(attempt, "none_argument", (
+                        f"`{node.id}` is None here: the call passed None for it, and `{line.removeprefix('return ')}` "
+                        "cannot use None as an array. Look at what the caller gives: a value not made yet (a cache's "
+                        "entry before its first append, a list's placeholder), or the result of something that "
+                        "returns nothing."))
                 if node.id in params:
                     return self.finding(attempt, "optional_argument", (
                         f"`{line}` asks whether the array `{node.id}` is true, which NumPy cannot say for more than one "

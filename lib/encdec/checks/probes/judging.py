@@ -14,7 +14,9 @@ order. The first that names one wins; none of them changes the score.
    parameter the answer never reads, where the right result needs it, or an attribute the course's own method
    reads and the answer's never does (unread.UNREAD_PROBES), a mask
    applied after the softmax (masking.MASKING_PROBES), a log of a softmax's output that gives -inf and an
-   np.exp that overflows (stability.STABILITY_PROBES), and an array flattened by np.insert given no axis (flattening.FLATTENING_PROBES),
+   np.exp that overflows (stability.STABILITY_PROBES), an array flattened by np.insert given no axis
+   (flattening.FLATTENING_PROBES), and the repair's few targeted edits, tried on their own where the source has
+   their pattern (a cache read before the step's row is appended: targeted.TARGETED_PROBES),
    tried
    before the first probe that is not `exact` (a property of the output, which names only an effect:
    positions that read later ones, where cross-attention was given no encoder output), except
@@ -42,6 +44,7 @@ from .repair import Repair
 from .results import RESULT_PROBES
 from .shape_reasons import explain_shape, joined
 from .stability import STABILITY_PROBES
+from .targeted import TARGETED_PROBES
 from .settings import SETTING_PROBES
 from .shapes import ERROR_PROBES
 from .unread import UNREAD_PROBES
@@ -63,7 +66,7 @@ def find_slip(probes, attempt):
     causes = [probe for probe in probes.probes if not probe.symptom]
     first_effect = next((k for k, probe in enumerate(causes) if not probe.exact), len(causes))
     causes[first_effect:first_effect] = [*DEFAULT_PROBES, *UNREAD_PROBES, *MASKING_PROBES, *STABILITY_PROBES,
-                                         *FLATTENING_PROBES]
+                                         *FLATTENING_PROBES, *TARGETED_PROBES]
     causes[:0] = SETTING_PROBES
     symptoms = [probe for probe in probes.probes if probe.symptom]
     for probe in [*causes, *FAILED_LINE_PROBES, *LIBRARY_ERROR_PROBES, REPAIR, *symptoms, *ERROR_PROBES]:

@@ -170,6 +170,15 @@ def _statements(i, node, fdef):
                 yield Edit(i, "order", apply, f"line {nxt.lineno} before line {stmt.lineno}",
                            f"`{_text(stmt)}` and `{_text(nxt)}` run in the other order in the right computation: "
                            "the second needs what the first would change.", stmt.lineno)
+            after = body[k + 2] if k + 2 < len(body) else None
+            if _movable(stmt) and after is not None and _movable(nxt) and _movable(after):
+                def apply(n, tree, field=field, k=k):
+                    lst = getattr(n, field)
+                    lst.insert(k + 2, lst.pop(k))
+                    return True
+                yield Edit(i, "order", apply, f"line {stmt.lineno} after lines {nxt.lineno} and {after.lineno}",
+                           f"`{_text(stmt)}` runs before `{_text(nxt)}` and `{_text(after)}`, and the right computation "
+                           "runs it after them: it needs what they make (or change).", stmt.lineno)
             if isinstance(stmt, (ast.For, ast.While)) and stmt.body and _movable(stmt.body[-1]):
                 last = stmt.body[-1]
 

@@ -113,9 +113,9 @@ def _compiled(module, fn):
     return new
 
 
-def _edits(fdef):
+def _edits(fdef, only=None):
     nodes = list(ast.walk(fdef))
-    kinds = [axis_argument, *WIRING_KINDS, *SIZE_ONE_KINDS, *DEFAULT_AXIS_KINDS, *EVERYWHERE_KINDS, *SHIFT_KINDS, *STREAM_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
+    kinds = only or [axis_argument, *WIRING_KINDS, *SIZE_ONE_KINDS, *DEFAULT_AXIS_KINDS, *EVERYWHERE_KINDS, *SHIFT_KINDS, *STREAM_KINDS, *EXPRESSION_KINDS, *STATEMENT_KINDS, *ARITHMETIC_KINDS]
     for kind in kinds:
         for i, node in enumerate(nodes):
             for edit in kind(i, node, fdef):
@@ -201,36 +201,36 @@ def _memory_capped():
         resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
-def repair(attempt, seconds=BUDGET_SECONDS):
+def repair(attempt, seconds=BUDGET_SECONDS, kinds=None):
     """A Finding naming the one edit of the answer's code that makes it right on every case of the part, or
-    None. Never raises."""
+    None (`kinds`: only those edits, targeted.py's). Never raises."""
     try:
         with quiet():
-            return _repair(attempt, seconds)
+            return _repair(attempt, seconds, kinds)
     except Exception:
         return None
 
 
-def _repair(attempt, seconds):
+def _repair(attempt, seconds, kinds=None):
     if attempt.student is None or attempt.reference is None:
         return None
     runner = _Runner(attempt, time.perf_counter() + seconds)
     return repair_by(attempt.student, lambda candidate: runner.right(candidate, 0) and all(
         runner.right(candidate, k) for k in range(1, len(runner.cases))), attempt.exercise, seconds,
-        cases=len(runner.cases), runner=runner)
+        cases=len(runner.cases), runner=runner, kinds=kinds)
 
 
-def repair_by(student, right, exercise, seconds=BUDGET_SECONDS, cases=None, runner=None):
+def repair_by(student, right, exercise, seconds=BUDGET_SECONDS, cases=None, runner=None, kinds=None):
     """The repair with the checker's own test of a copy: `right(candidate)` is True when the copy (callable as
     the answer is) passes everything the answer failed. A Finding or None; never raises."""
     try:
         with quiet():
-            return _search(student, right, exercise, seconds, cases, runner)
+            return _search(student, right, exercise, seconds, cases, runner, kinds)
     except Exception:
         return None
 
 
-def _search(student, right, exercise, seconds, cases, runner):
+def _search(student, right, exercise, seconds, cases, runner, kinds=None):
     deadline = time.perf_counter() + seconds
     runner = runner or _Runner(None, deadline)
     fn, bind = _target(student)
@@ -242,7 +242,7 @@ def _search(student, right, exercise, seconds, cases, runner):
     if runner.bounded(lambda: right(bind(fn))):  # right already (an audit of a passing case): nothing to repair
         return None
     fixes, second_until = [], None
-    for count, edit in enumerate(_edits(module.body[0])):
+    for count, edit in enumerate(_edits(module.body[0], kinds)):
         now = time.perf_counter()
         if count >= MAX_EDITS or now > deadline or second_until is not None and now > second_until:
             break

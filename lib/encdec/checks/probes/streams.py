@@ -3,7 +3,7 @@ residual that adds the block's input where the stream so far belongs (`h2 = norm
 `h1 = norm(x + sa)`), a flag overwritten in a loop where it accumulates (`done = nxt == eos` for
 `done = done | (nxt == eos)`), a loop counted from 1 where positions count from 0 (`range(1, n + 1)`), and the
 same call made on a shifted value at one place and on the unshifted one at another (`np.exp(x - m)` and
-`np.exp(x)`), and a list made outside the function that each call appends to, a generator read twice, one list with two names (`outs = ws = []`), and a `return` indented into a loop. Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
+`np.exp(x)`), and a list made outside the function that each call appends to, a generator read twice, one list with two names (`outs = ws = []`), a `return` indented into a loop, and a cache read before the step's row is appended to it (attention over `self_k[i]` before `self_k[i] = torch.cat([self_k[i], k])`). Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
 
 import ast
@@ -220,4 +220,49 @@ def _return_in_loop(i, node, fdef):
                node.body[-1].lineno)
 
 
-STREAM_KINDS = [_return_in_loop, _one_list_two_names, _generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]
+_JOINS = ("cat", "concatenate", "stack", "hstack", "vstack", "append")
+
+
+def _updated_from_itself(stmt):
+    """The text of what `stmt` appends a row to (`c = torch.cat([c, new], -2)`, `c = np.concatenate([c, k])`,
+    `c.append(x)`), else None."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call) \
+            and _text(stmt.value.func).split(".")[-1] in _JOINS and stmt.value.args:
+        target, first = _text(stmt.targets[0]), stmt.value.args[0]
+        parts = first.elts if isinstance(first, (ast.List, ast.Tuple)) else [first]
+        if parts and _text(parts[0]) == target:
+            return target
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) \
+            and stmt.value.func.attr in ("append", "extend"):
+        return _text(stmt.value.func.value)
+    return None
+
+
+def _read_before_update(i, node, fdef):
+    """In a loop's body, a statement that reads a cache (`attend(q, self_k[i], self_v[i])`) before one of the next
+    three statements appends this step's row to it: the step attends without its own row."""
+    if not isinstance(node, (ast.For, ast.While)):
+        return
+    body = node.body
+    for k, stmt in enumerate(body):
+        reads = {_text(n) for n in ast.walk(stmt) if isinstance(n, (ast.Name, ast.Subscript))
+                 and isinstance(n.ctx, ast.Load)}
+        later = [t for t in body[k + 1:k + 4] if _updated_from_itself(t)]
+        updated = [t for t in later if _updated_from_itself(t) in reads]
+        if not updated or isinstance(stmt, (ast.For, ast.While, ast.If)) or _updated_from_itself(stmt) in reads \
+                and _updated_from_itself(stmt) in {_updated_from_itself(t) for t in updated}:
+            continue
+        last = updated[-1]
+        at = body.index(last)
+
+        def apply(n, tree, k=k, at=at):
+            n.body.insert(at, n.body.pop(k))
+            return True
+        names = " and ".join(f"`{_updated_from_itself(t)}`" for t in updated)
+        yield Edit(i, "read_before_update", apply, f"line {stmt.lineno} after line {last.lineno}",
+                   f"`{_text(stmt)}` reads {names} before this step's row is added to "
+                   f"{'them' if len(updated) > 1 else 'it'} (line {updated[0].lineno}): the step then works without its "
+                   "own row. Add the row first, then read.", stmt.lineno)
+
+
+STREAM_KINDS = [_read_before_update, _return_in_loop, _one_list_two_names, _generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]

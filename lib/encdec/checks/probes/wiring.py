@@ -2,12 +2,11 @@
 slip): a sublayer's output that replaces the stream where it is added to it (the residual left out), a call
 around each pass's new value that the formula takes once, after the loop (a final norm applied to every
 block's output). Same contract as edits.py:
-each kind yields Edit(index, kind, apply, said, why). Also: the residual left out inside a post-norm's
-norm, another attribute named alike (norm2_gamma for norm3_gamma, W_k for W_v), a norm around every
-sublayer's input, a sublayer reading the stream before an earlier sublayer's output is added, a factor applied
+each kind yields Edit(index, kind, apply, said, why). Also: another attribute named alike (norm2_gamma for
+norm3_gamma, W_k for W_v), a sublayer reading the stream before an earlier sublayer's output is added, a factor applied
 after a call (a softmax) where it belongs on the call's input, and a parameter that arrives already made
 (K from project_kv) made again by the object's weight (`merge_heads(K) @ self.W_k`), and another sublayer's weights read in one
-statement (`b.self_attn.W_k` where `b.cross_attn.W_k` belongs).
+statement (`b.self_attn.W_k` where `b.cross_attn.W_k` belongs). Where the norms sit is norm_wiring.py's.
 """
 
 import ast
@@ -15,6 +14,7 @@ import re
 
 from .moves import _arrays_before
 from .nodes import Edit, _parent, _replace_child, _text
+from .norm_wiring import _residual_inside, _stream_where_its_norm_belongs, _unwrap_each_argument
 
 
 def _reads(node, name):
@@ -141,48 +141,6 @@ def _outer_call_after_loop(i, node, fdef):
                        "on the last pass's.", last.lineno)
 
 
-def _normed_alone(node, fdef):
-    """(stream, sublayer output) of `x = rms_norm(a, g)` with x the stream (assigned before) and a another name."""
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-            and isinstance(node.value, ast.Call) and node.value.args and isinstance(node.value.args[0], ast.Name):
-        name, inner = node.targets[0].id, node.value.args[0].id
-        if inner != name and name in _arrays_before(fdef, node.lineno):
-            return name, inner
-    return None
-
-
-def _residual_inside(i, node, fdef):
-    """Post-norm: `x = rms_norm(a, g)` where the formula has `x = rms_norm(x + a, g)`: the sublayer's output
-    normalised without the stream it is added to; at every sublayer too, as one change."""
-    found = _normed_alone(node, fdef)
-    each = [n for n in ast.walk(fdef) if _normed_alone(n, fdef)] if node is fdef else []
-    if found is None and len(each) < 2:
-        return
-
-    def add_stream(stmt):
-        name = stmt.targets[0].id
-        stmt.value.args[0] = ast.BinOp(ast.Name(name, ast.Load()), ast.Add(), stmt.value.args[0])
-
-    if found is not None:
-        name, inner = found
-
-        def apply(n, tree):
-            add_stream(n)
-            return True
-        yield Edit(i, "residual", apply, f"`{_text(node.value.func)}({name} + {inner}, ...)`",
-                   f"`{inner}` is normalised on its own; the residual connection adds it to `{name}`, the stream, and "
-                   "the sum is what the norm takes.")
-    else:
-        def apply(n, tree):
-            for stmt in [m for m in ast.walk(n) if _normed_alone(m, n)]:
-                add_stream(stmt)
-            return True
-        yield Edit(i, "residual", apply, "the stream added to each sublayer's output before its norm "
-                   f"(`{_text(each[0].value.func)}({each[0].targets[0].id} + {each[0].value.args[0].id}, ...)`, each one)",
-                   "every sublayer's output is normalised on its own; the residual connection adds it to the stream, "
-                   "and the sum is what the norm takes.", each[0].lineno)
-
-
 _SIBLING = re.compile(r"^(.*?)(\d)(.*)$")
 _PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
 
@@ -227,32 +185,6 @@ def _other_sublayer(i, node, fdef):
                    "own W_q, W_k, W_v and W_o.")
 
 
-def _unwrap_each_argument(i, node, fdef):
-    """`sublayer(rms_norm(x, g))` at every sublayer, where the formula gives each sublayer `x` itself (a
-    post-norm block normalised before each sublayer too): every such call taken out, as one change."""
-    if node is not fdef:
-        return
-    wrapped = {}
-    for call in ast.walk(fdef):
-        if isinstance(call, ast.Call):
-            for arg in call.args:
-                if isinstance(arg, ast.Call) and arg.args and isinstance(arg.args[0], ast.Name):
-                    wrapped.setdefault(_text(arg.func), []).append(arg)
-    for func, calls in wrapped.items():
-        if len(calls) < 2:
-            continue
-
-        def apply(n, tree, func=func):
-            for call in ast.walk(n):
-                if isinstance(call, ast.Call):
-                    call.args = [a.args[0] if isinstance(a, ast.Call) and _text(a.func) == func and a.args
-                                 and isinstance(a.args[0], ast.Name) else a for a in call.args]
-            return True
-        yield Edit(i, "extra_call", apply, f"the `{func}(...)` around each sublayer's input taken out",
-                   f"every sublayer reads `{func}(...)` of its input, a step the formula does not take there (it "
-                   "takes it once, after the residual sum).", calls[0].lineno)
-
-
 def _reapplied(stmt, params):
     """`K = split_heads(merge_heads(K) @ self.W_k, h)`: a parameter assigned again from itself and a weight of
     the object (an attribute of self), so that what arrives already made is made a second time."""
@@ -293,4 +225,4 @@ def _made_again(i, node, fdef):
 
 
 WIRING_KINDS = [_made_again, _residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _sibling_attribute, _other_sublayer,
-                _unwrap_each_argument]
+                _unwrap_each_argument, _stream_where_its_norm_belongs]
