@@ -127,6 +127,7 @@ def count_weight_rows(fn, model_name="counted", sources=(7, [4, 2, 5]), max_len=
         weights[("self", i, "W_q")] = block.self_attn.W_q
         weights[("self", i, "W_k")] = block.self_attn.W_k
         weights[("cross", i, "W_k")] = block.cross_attn.W_k
+        weights[("cross", i, "W_v")] = block.cross_attn.W_v
     counter = R.WeightRows(weights, twin.config.d_model)
     with counter:
         outcome = run_student(fn, (twin, R.torch.from_numpy(src), BOS, EOS, max_len), forbidden=_decode_forbidden())
@@ -144,6 +145,7 @@ def _observe_cache(fn, what):
     self_q = max(rows[("self", i, "W_q")] for i in blocks)
     self_k = max(rows[("self", i, "W_k")] for i in blocks)
     cross_k = max(rows[("cross", i, "W_k")] for i in blocks)
+    cross_v = max(rows[("cross", i, "W_v")] for i in blocks)
     encoder = rows[("encoder", 0, "W_q")]
     tokens = f"while generating {steps} tokens for {B} sequences"
     if what == "self":
@@ -169,6 +171,11 @@ def _observe_cache(fn, what):
     if encoder > B * n:
         return summary, (f"the encoder processed {encoder} source positions {tokens} ({B} sources of {n} positions: "
                          f"{B * n} once would do). Encode once, before the loop."), outcome
+    if cross_k == 2 * B * n and cross_v == 0:
+        return summary + ("values_with_W_k",), (
+            f"cross-attention's W_k multiplied the encoder output twice ({cross_k} rows per block {tokens}, "
+            f"{B * n} for the keys and {B * n} more) and its W_v never: the values are made with W_k. "
+            "V = H_enc @ b.cross_attn.W_v (split into heads), once, before the loop."), outcome
     if cross_k > B * n:
         return summary, (f"cross-attention's keys were computed for {cross_k} encoder positions per block {tokens} "
                          f"({B} sources of {n} positions: {B * n} once would do)"), outcome

@@ -1,6 +1,7 @@
 """The one-token edits the repair probe (repair.py) tries on an answer's own code, in the order it tries
 them: each a small change a slip often is (`//` for `/`, `>` for `>=`, another axis, a missing
-keepdims, len() of a batch, a sign, a product for a quotient, a number off by one; from call_edits.py, np.dot for @,
+keepdims, len() of a batch, a sign, a product for a quotient, an exponent's sign, `or` for `and`, a number off by
+one; from call_edits.py, np.dot for @,
 .T of a batched array, sin for cos, an ascending sort, a swap or a squeeze too many; and, in moves.py, a statement
 too many or out of place, two arguments in each other's place, a call around a value, one variable read where
 another belongs).
@@ -195,6 +196,37 @@ def _axis_a_loop_indexes(fdef, size, array):
     return None
 
 
+def _exponent_sign(i, node, fdef):
+    """`step ** 0.5` where the formula has `step ** -0.5`: the exponent's sign (and the reverse)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        power = node.right
+        negative = isinstance(power, ast.UnaryOp) and isinstance(power.op, ast.USub)
+        if not (isinstance(power, ast.Constant) and isinstance(power.value, (int, float)) and power.value != 0
+                or negative and isinstance(power.operand, ast.Constant)):
+            return
+        flipped = power.operand if negative else ast.UnaryOp(ast.USub(), power)
+
+        def apply(n, tree, flipped=flipped):
+            n.right = flipped
+            return True
+        yield Edit(i, "exponent_sign", apply, f"`{_text(node.left)} ** {_text(flipped)}` in place of `{_text(node)}`",
+                   f"the exponent's sign: `{_text(node)}` grows where the formula's `{_text(node.left)} ** "
+                   f"{_text(flipped)}` shrinks (or the reverse); x^-a is 1 / x^a.")
+
+
+def _and_or(i, node, fdef):
+    """`if not training and rate == 0:` where either condition is enough: `or` for `and` (and the reverse)."""
+    if isinstance(node, ast.BoolOp) and len(node.values) == 2:
+        new, old_text, new_text = (ast.Or, "and", "or") if isinstance(node.op, ast.And) else (ast.And, "or", "and")
+
+        def apply(n, tree, new=new):
+            n.op = new()
+            return True
+        yield Edit(i, "boolean", apply, f"`{new_text}` in place of `{old_text}` in `{_text(node)}`",
+                   f"`{old_text}` and `{new_text}` differ where one condition holds and the other does not: `and` needs "
+                   "both, `or` either.")
+
+
 def _truthiness(i, node, fdef):
     """`if pad_id:` where `if pad_id is not None:` is meant: a pad id of 0 is false."""
     if isinstance(node, (ast.If, ast.IfExp, ast.While)) and isinstance(node.test, ast.Name):
@@ -234,4 +266,4 @@ def _off_by_one(i, node, fdef):
 
 
 EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort,
-                    _flip, _truthiness, _off_by_one]
+                    _flip, _exponent_sign, _and_or, _truthiness, _off_by_one]

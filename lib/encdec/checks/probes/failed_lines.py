@@ -97,6 +97,27 @@ class NoneOperand(Probe):
         return None
 
 
+class UndefinedCourseName(Probe):
+    """`split_heads(...)` in a lesson whose notebook does not define it: a helper of the course library (or of another
+    lesson) that the answer's notebook never imports."""
+
+    kind = "undefined"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        said = re.search(r"name '(\w+)' is not defined", str(exc)) if isinstance(exc, NameError) else None
+        if said is None:
+            return None
+        import encdec
+        name = said.group(1)
+        if name.startswith("_") or not callable(getattr(encdec, name, None)):
+            return None
+        return self.finding(attempt, name, (
+            f"`{name}` is not defined in this notebook: it is a helper of another lesson (and of the course "
+            "library), and a notebook sees only what its own cells define or import. Write that step in your "
+            f"answer, or define `{name}` in the same cell."))
+
+
 def _defaults_to_none(frame, name):
     """True when the parameter `name` of the failing function has the default None (read from its source); True
     too where the source cannot be read, the message for an optional argument being the one said before."""
@@ -256,5 +277,5 @@ class InPlaceGrows(Probe):
             f"`{target} = {target} {op} {value}`."))
 
 
-FAILED_LINE_PROBES = [*INDEXING_PROBES, SliceAssignment(), NoneOperand(), TupleOperand(), AxesForOneBatch(),
+FAILED_LINE_PROBES = [*INDEXING_PROBES, UndefinedCourseName(), SliceAssignment(), NoneOperand(), TupleOperand(), AxesForOneBatch(),
                       ArrayAsCondition(), InPlaceGrows()]

@@ -7,6 +7,7 @@ Each reads only the answer's output and the reference's on the failing case, so 
 slip only when the numbers say so. Always on, first in the judging order (judging.py).
 """
 
+import ast
 import itertools
 
 import numpy as np
@@ -86,12 +87,31 @@ class Reshaped(Probe):
                 continue  # only axes of size 1 in other places (a mask's None axes): the shape explains it
             if _close(g.reshape(e.shape), e, attempt.float32):
                 how = "flat, in one axis" if g.ndim == 1 else f"in the shape {g.shape}"
+                merged = _leading_minus_one(attempt)
+                if merged is not None:
+                    return self.finding(attempt, "leading_axes_merged", (
+                        f"`{ast.unparse(merged)}` (line {merged.lineno}) puts every leading axis into one (the -1), so "
+                        f"{label} has the shape {g.shape} where the answer has {e.shape}: right only where exactly one "
+                        "batch axis comes. Keep the leading axes as they are: add the new axes with None "
+                        "(`x[..., None, None, :]`), or reshape to `x.shape[:-1] + (...)`."))
                 return self.finding(attempt, "reshaped", (
                     f"{label} holds the right numbers, in the right order, but {how} where the answer has the shape "
                     f"{e.shape}: the result was made (np.zeros(x.size), a ravel, a reshape) in another shape and not "
                     f"given the input's shape back. Return it reshaped to {e.shape} (`.reshape(x.shape)`), or make "
                     "it in that shape from the start (np.zeros_like(x))."))
         return None
+
+
+def _leading_minus_one(attempt):
+    """The answer's first `.reshape(-1, ...)` with more than one size (a reshape that merges the leading axes), or
+    None."""
+    from .repair import answer_function
+    fdef = answer_function(attempt.student) if attempt.student is not None else None
+    for node in ast.walk(fdef) if fdef is not None else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "reshape" \
+                and len(node.args) > 1 and ast.unparse(node.args[0]) == "-1":
+            return node
+    return None
 
 
 class Permuted(Probe):

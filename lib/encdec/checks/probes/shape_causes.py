@@ -157,7 +157,7 @@ def _pieces(node, frame, resolve):
     return [(node, [value])] if type(value) is int else None
 
 
-def reshaped_with_another_size(call, frame, resolve):
+def reshaped_with_another_size(call, frame, resolve, error=""):
     """(detail, words) where `x.reshape(..., T, ...)` fails and `T` is not x's size along any axis, while x's own
     size along one axis in its place would hold x's entries: T was read from another array (the queries' length
     used for the keys). The statement that set T is looked for in the failing function and the one that called it
@@ -165,7 +165,24 @@ def reshaped_with_another_size(call, frame, resolve):
     array = resolve(call.func.value, frame)
     pieces = _pieces(call.args[0] if len(call.args) == 1 else ast.Tuple(list(call.args)), frame, resolve) \
         if call.args else None
-    if array is None or not pieces:
+    import re
+    told = re.search(r"array of size (\d+)", error)
+    if not pieces or array is None and told is None:
+        return None
+    total = int(array.size) if array is not None else int(told.group(1))
+    for arg, size in pieces:
+        first = _first_axis_of(arg.id, frame) if isinstance(arg, ast.Name) else None
+        if first is not None:
+            stmt, text = first
+            name = _text(call.func.value)
+            has = f"has shape {tuple(int(n) for n in array.shape)}" if array is not None else f"holds {total} numbers"
+            return "first_axis_size", (
+                f"`{arg.id}` is `{text}` (line {stmt.lineno}: `{_text(stmt)}`), the size of the first axis, which is the "
+                f"batch only where exactly one batch axis comes; here `{name}` {has}, and `{arg.id}` is "
+                f"{size[0]}. Take every leading axis, whatever there are: `*lead, m, _ = x.shape`, then "
+                "`x.reshape(*lead, m, h, d_k)`, and swap the last axes with np.swapaxes(..., -3, -2) rather than a "
+                "transpose that names every axis.")
+    if array is None:
         return None
     asked = int(np.prod([n for _, s in pieces for n in s]))
     for arg, size in pieces:
@@ -180,6 +197,22 @@ def reshaped_with_another_size(call, frame, resolve):
                 f"`{arg.id}` is {size[0]} here, but `{name}` has shape {shape}: {own} along axis {axis}, and with {own} "
                 f"in its place the reshape holds {name}'s {int(array.size)} numbers.{_set_by(arg.id, frame)} Take "
                 f"each size from the array you reshape: {name}.shape[{axis}].")
+    return None
+
+
+def _first_axis_of(name, frame):
+    """(statement, `x.shape[0]`) where `name` was set to an array's first size (`B, m = x.shape[0], x.shape[-2]`), in
+    the failing function or the one that called it; None otherwise."""
+    for f in (frame, frame.f_back):
+        tree = function_of(f) if f is not None else None
+        for stmt in _assigned(name, tree) if tree is not None else []:
+            target, value = stmt.targets[0], stmt.value
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+                value = next((v for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name) and t.id == name),
+                             None)
+            if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) \
+                    and value.value.attr == "shape" and _const_int(value.slice) == 0:
+                return stmt, _text(value)
     return None
 
 
@@ -224,6 +257,9 @@ def _iterated_batch(frame, resolve, sizes):
         walked = None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple", "zip") \
                 and node.args:
+            walked = node.args[0]
+        elif isinstance(node, ast.Call) and _callee(node) in ("concatenate", "stack", "hstack", "vstack") and node.args \
+                and isinstance(node.args[0], ast.Name):  # an array, not a list: walked along its first axis
             walked = node.args[0]
         elif isinstance(node, (ast.For, ast.comprehension)):
             walked = node.iter

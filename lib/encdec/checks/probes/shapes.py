@@ -135,6 +135,9 @@ class ShapeError(Probe):
                         "Print the shapes before that line and compare them with the shapes the docstring gives."))
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in self.reshapes:
                 a = self.resolve(node.func.value, frame)
+                found = reshaped_with_another_size(node, frame, self.resolve, str(exc)) if a is None else None
+                if found is not None:  # an expression's reshape: its size read from the error
+                    return self.finding(attempt, found[0], f"`{ast.unparse(node)}` fails: {found[1]}")
                 if a is not None:
                     name = ast.unparse(node.func.value)
                     found = reshaped_with_another_size(node, frame, self.resolve)

@@ -199,6 +199,34 @@ def _one_list_two_names(i, node, fdef):
                "one for each name.")
 
 
+def _rows_one_list(i, node, fdef):
+    """`[[0.0] * n] * m`: one row list repeated, so every row is the same list; rows made anew, one per pass."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.List)
+            and len(node.left.elts) == 1 and isinstance(node.left.elts[0], (ast.List, ast.BinOp, ast.ListComp))):
+        return
+
+    def apply(n, tree):
+        rows = ast.ListComp(n.left.elts[0], [ast.comprehension(ast.Name("_", ast.Store()),
+                                                               ast.Call(ast.Name("range", ast.Load()), [n.right], []),
+                                                               [], 0)])
+        holder = next((h for h in ast.walk(tree) for _, v in ast.iter_fields(h)
+                       if v is n or isinstance(v, list) and any(x is n for x in v)), None)
+        if holder is None:
+            return False
+        for field, value in ast.iter_fields(holder):
+            if value is n:
+                setattr(holder, field, rows)
+                return True
+            if isinstance(value, list) and any(x is n for x in value):
+                value[[k for k, x in enumerate(value) if x is n][0]] = rows
+                return True
+        return False
+    row = _text(node.left.elts[0])
+    yield Edit(i, "one_object", apply, f"`[{row} for _ in range({_text(node.right)})]` in place of `{_text(node)}`",
+               f"`{_text(node)}` repeats one list: every row is the same object, so writing one entry of a row writes "
+               "it in every row. Make each row anew, in a comprehension.")
+
+
 def _return_in_loop(i, node, fdef):
     """`return` as the last statement of a loop's body (indented one level too deep): the function returns after
     the first pass; the return moved after the loop."""
@@ -265,4 +293,4 @@ def _read_before_update(i, node, fdef):
                    "own row. Add the row first, then read.", stmt.lineno)
 
 
-STREAM_KINDS = [_read_before_update, _return_in_loop, _one_list_two_names, _generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]
+STREAM_KINDS = [_read_before_update, _return_in_loop, _one_list_two_names, _rows_one_list, _generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]
