@@ -6,7 +6,7 @@ statement makes the answer right on every case of the part); always on, before t
 """
 
 from .base import Probe
-from .repair import repair
+from .repair import _edits, answer_function, repair
 from .streams import _read_before_update
 
 TARGETED_SECONDS = 0.8  # for one failing case: the copies and their runs on the part's cases
@@ -24,6 +24,9 @@ class Targeted(Probe):
     def find(self, attempt, probes):
         if attempt.error is not None or attempt.student is None:
             return None
+        fdef = answer_function(attempt.student)
+        if fdef is None or not any(True for _ in _edits(fdef, self.kinds)):
+            return None  # no copy to try: the answer is not run again
         return repair(attempt, TARGETED_SECONDS, self.kinds)
 
 
