@@ -124,7 +124,7 @@ def test_a_helper_the_notebook_does_not_define_is_named(no_catalog):
     no_catalog("MultiHeadAttention")
     score, text = feedback(lesson02.check_multi_head_attention, MultiHeadAttentionWithLaterHelpers)
     assert score == 0
-    assert "`split_heads` is not defined in this notebook" in text, text
+    assert "`split_heads` is not defined where your code runs" in text, text
 
 
 def test_cross_attentions_values_made_with_w_k_are_named(tmp_path):
@@ -141,3 +141,35 @@ def test_cross_attentions_values_made_with_w_k_are_named(tmp_path):
     text = out.getvalue()
     assert score < exercise.points
     assert "its W_v never: the values are made with W_k" in text and "computed again at every step" not in text, text
+
+
+def test_an_array_tested_for_truth_is_not_told_it_is_none(no_catalog):
+    """`if mask:` on a required array argument: the array's truth, not a None the caller passed."""
+    no_catalog("scaled_dot_product_attention")
+
+    def attention(Q, K, V, mask=None):
+        s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+        if mask:
+            s = s + mask
+        w = np.exp(s - s.max(-1, keepdims=True))
+        w = w / w.sum(-1, keepdims=True)
+        return w @ V, w
+    from encdec.checks import lesson01
+    score, text = feedback(lesson01.check_scaled_dot_product_attention, attention)
+    assert score < lesson01.SCALED_DOT_PRODUCT_ATTENTION.points
+    assert "is None here" not in text and "test `if mask is not None:`" in text, text
+
+
+def test_zeros_everywhere_are_not_told_columns_never_written():
+    """An output of zeros only (a product with 0): no line of it was written right, so no columns are named."""
+    from types import SimpleNamespace
+
+    from encdec.checks.probes.results import Unwritten
+    attempt = SimpleNamespace(error=None, got=np.zeros((3, 5)), expected=np.ones((3, 5)), names=None,
+                              exercise="x.y")
+    assert Unwritten().find(attempt, None) is None
+    one_column = np.ones((3, 5))
+    one_column[:, -1] = 0.0
+    attempt.got = one_column
+    found = Unwritten().find(attempt, None)
+    assert found is not None and "column 4 (of 5" in found.diagnosis and "no partner" in found.diagnosis, found

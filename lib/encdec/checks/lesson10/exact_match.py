@@ -85,7 +85,7 @@ def _observe_rows(fn, index, hidden):
     whole = _fraction(outcome.value)
     if whole is not None and index == 0 and isinstance(outcome.value, R.torch.Tensor):  # said once, in part 1
         return ("returned", "Tensor"), (
-            f"your function returns a 0-d torch tensor ({outcome.value!r}), not the float the docstring asks for: "
+            f"your function returns a torch tensor ({outcome.value!r}), not the float the docstring asks for: "
             "a tensor's mean stays a tensor. Return a Python number: `.item()` (or float(...)) of it."), outcome
     if whole is None:
         problem = (f"return the fraction of exact matches as a number, got {type(outcome.value).__name__}"

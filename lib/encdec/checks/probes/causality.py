@@ -59,7 +59,8 @@ class Causal(Property):
         if self.expect and moved > max(atol, 1e-9) * 10 and names and min(each) <= max(atol, 1e-9) * 10:
             seen = [n for n, m in zip(names, each) if m > max(atol, 1e-9) * 10]
             kept = [n for n, m in zip(names, each) if m <= max(atol, 1e-9) * 10]
-            finite = _future_weighted(before[names.index(kept[0])], _arrays(attempt.expected)[names.index(kept[0])])
+            right, k = _arrays(attempt.expected), names.index(kept[0])
+            finite = _future_weighted(before[k], right[k]) if k < len(right) else None
             if finite is not None:
                 return self.finding(attempt, "future_scores_finite", (
                     f"the {kept[0]} give future keys weight, and that weight does not move when they change: their "

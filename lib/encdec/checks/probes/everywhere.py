@@ -6,7 +6,8 @@ passed to every norm that was left with its default, one axis written wrong in e
 axis=-1 given to np.insert, np.append and np.delete, which flatten the array without one, swapaxes's and
 tensordot's axes counted from the end where they are counted from the front, np.pad given a pair of widths
 for each axis where one pair pads them all, every division by a norm taken out (a cosine for a dot product), and every power of a parenthesised
-difference regrouped (`(1 - beta1) ** t`, `(1 - beta2) ** t`). Same contract as edits.py: each kind yields
+difference regrouped (`(1 - beta1) ** t`, `(1 - beta2) ** t`), every division missing its parentheses regrouped
+(`m / 1 - b ** t`), and every product in a bias correction made a power (`1 - beta1 * t`). Same contract as edits.py: each kind yields
 Edit(index, kind, apply, said, why); each applies to the whole function (index 0) and needs two places or
 more (one place is edits.py's), except the eps, which reads a constant the code never passes.
 """

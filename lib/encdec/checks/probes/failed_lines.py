@@ -113,9 +113,9 @@ class UndefinedCourseName(Probe):
         if name.startswith("_") or not callable(getattr(encdec, name, None)):
             return None
         return self.finding(attempt, name, (
-            f"`{name}` is not defined in this notebook: it is a helper of another lesson (and of the course "
-            "library), and a notebook sees only what its own cells define or import. Write that step in your "
-            f"answer, or define `{name}` in the same cell."))
+            f"`{name}` is not defined where your code runs: it is a helper of the course, and a notebook sees only "
+            "what its own cells define or import when they run. Write that step in your answer, or define "
+            f"`{name}` in the same cell."))
 
 
 def _defaults_to_none(frame, name):
@@ -237,12 +237,6 @@ class ArrayAsCondition(Probe):
         params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and hasattr(frame.f_locals.get(node.id), "shape"):
-                if node.id in params and not _defaults_to_none(frame, node.id):
-                    return self.finding(attempt, "none_argument", (
-                        f"`{node.id}` is None here: the call passed None for it, and `{line.removeprefix('return ')}` "
-                        "cannot use None as an array. Look at what the caller gives: a value not made yet (a cache's "
-                        "entry before its first append, a list's placeholder), or the result of something that "
-                        "returns nothing."))
                 if node.id in params:
                     return self.finding(attempt, "optional_argument", (
                         f"`{line}` asks whether the array `{node.id}` is true, which NumPy cannot say for more than one "

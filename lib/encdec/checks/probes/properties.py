@@ -1,5 +1,6 @@
 """Property probes on attention: the student's own output read for the rules attention weights keep
-(rows summing to one, masked keys at zero, causality, each head, an additive mask, finite values)."""
+(rows summing to one, masked keys at zero, each head, an additive mask, finite values); causality is
+causality.py's."""
 
 
 import inspect

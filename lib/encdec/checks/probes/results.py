@@ -87,7 +87,7 @@ class Reshaped(Probe):
                 continue  # only axes of size 1 in other places (a mask's None axes): the shape explains it
             if _close(g.reshape(e.shape), e, attempt.float32):
                 how = "flat, in one axis" if g.ndim == 1 else f"in the shape {g.shape}"
-                merged = _leading_minus_one(attempt)
+                merged = _leading_minus_one(attempt) if g.ndim != e.ndim else None
                 if merged is not None:
                     return self.finding(attempt, "leading_axes_merged", (
                         f"`{ast.unparse(merged)}` (line {merged.lineno}) puts every leading axis into one (the -1), so "
@@ -236,19 +236,22 @@ class Unwritten(Probe):
                 continue
             with np.errstate(all="ignore"):
                 wrong = ~np.isclose(g.astype(np.float64), e, rtol=1e-6, atol=1e-9)
-            if not wrong.any() or np.any(g[wrong] != 0) or not np.all(np.isfinite(e[wrong])):
+            if not wrong.any() or np.any(g[wrong] != 0) or not np.all(np.isfinite(e[wrong])) \
+                    or not np.any(~wrong & (g != 0)):  # an output of zeros only: nothing says which were written
                 continue
             for axis, word in ((-1, "column"), (-2, "row")):
                 lines = np.flatnonzero(np.moveaxis(wrong, axis, -1).reshape(-1, g.shape[axis]).any(axis=0))
                 taken = np.take(g, lines, axis=axis)
-                if np.any(taken != 0) or len(lines) * (g.size // g.shape[axis]) > 2 * wrong.sum():
-                    continue  # not whole lines of zeros (or mostly right there)
-                size, shown = g.shape[axis], ", ".join(str(int(k)) for k in lines[:4])
+                if np.any(taken != 0) or len(lines) * (g.size // g.shape[axis]) > 2 * wrong.sum() \
+                        or len(lines) == g.shape[axis]:
+                    continue  # not whole lines of zeros (or mostly right there, or every line)
+                size = g.shape[axis]
+                shown = ", ".join(str(int(k)) for k in lines[:4]) + (", ..." if len(lines) > 4 else "")
                 said = (f"{label}'s {word}{'s' if len(lines) > 1 else ''} {shown} (of {size}, along axis {axis}) "
                         f"hold{'' if len(lines) > 1 else 's'} 0 where the answer has numbers, and every other entry "
                         "is right: nothing writes "
                         f"{'them' if len(lines) > 1 else 'it'}, so it keeps the 0 the array was made with.")
-                if size % 2 == 1 and list(lines) == [size - 1]:
+                if size % 2 == 1 and size > 2 and list(lines) == [size - 1]:
                     said += (f" With {size} odd, a loop over the pairs, range({size} // 2), stops at {word}s "
                              f"{size - 3} and {size - 2}; {word} {size - 1} has no partner and needs a step of its own.")
                 return self.finding(attempt, "unwritten", said)

@@ -172,7 +172,8 @@ def reshaped_with_another_size(call, frame, resolve, error=""):
     total = int(array.size) if array is not None else int(told.group(1))
     for arg, size in pieces:
         first = _first_axis_of(arg.id, frame) if isinstance(arg, ast.Name) else None
-        if first is not None:
+        leading = _leading_size(call.func.value, array, frame, resolve)
+        if first is not None and leading is not None and leading != size[0]:
             stmt, text = first
             name = _text(call.func.value)
             has = f"has shape {tuple(int(n) for n in array.shape)}" if array is not None else f"holds {total} numbers"
@@ -200,10 +201,18 @@ def reshaped_with_another_size(call, frame, resolve, error=""):
     return None
 
 
+def _leading_size(node, array, frame, resolve):
+    """The product of the leading axes (all but the last two) of the array a reshape takes: `array`'s, or, for
+    `x @ W`, the left operand's (a product keeps them); None where neither is known."""
+    if array is None and isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        array = resolve(node.left, frame)
+    return None if array is None or array.ndim < 2 else int(np.prod(array.shape[:-2], dtype=np.int64))
+
+
 def _first_axis_of(name, frame):
     """(statement, `x.shape[0]`) where `name` was set to an array's first size (`B, m = x.shape[0], x.shape[-2]`), in
     the failing function or the one that called it; None otherwise."""
-    for f in (frame, frame.f_back):
+    for f in (frame, _student_caller(frame)):
         tree = function_of(f) if f is not None else None
         for stmt in _assigned(name, tree) if tree is not None else []:
             target, value = stmt.targets[0], stmt.value
@@ -216,6 +225,14 @@ def _first_axis_of(name, frame):
     return None
 
 
+def _student_caller(frame):
+    """The frame that called `frame` where it is the student's own code (a method calling its helper), else None:
+    the grader's frames are never quoted."""
+    from .tracer import student_code
+    back = frame.f_back
+    return back if back is not None and student_code(back.f_code.co_filename) else None
+
+
 def _assigned(name, tree):
     return [stmt for stmt in ast.walk(tree) if isinstance(stmt, ast.Assign)
             and any(isinstance(n, ast.Name) and n.id == name for t in stmt.targets for n in ast.walk(t))]
@@ -224,7 +241,8 @@ def _assigned(name, tree):
 def _set_by(name, frame):
     """Words on where `name` got its value: an assignment in the failing function or the one that called it (a
     helper defined inside a method reads the method's names), or the call that passed it as an argument."""
-    tree, caller = function_of(frame), function_of(frame.f_back) if frame.f_back is not None else None
+    back = _student_caller(frame)
+    tree, caller = function_of(frame), function_of(back) if back is not None else None
     for where in (tree, caller):
         made = _assigned(name, where) if where is not None else []
         if made:
@@ -234,7 +252,7 @@ def _set_by(name, frame):
     if name not in params or caller is None:
         return ""
     for call in ast.walk(caller):
-        if isinstance(call, ast.Call) and call.lineno <= frame.f_back.f_lineno <= call.end_lineno \
+        if isinstance(call, ast.Call) and call.lineno <= back.f_lineno <= call.end_lineno \
                 and _callee(call) == code.co_name:
             k = params.index(name) - (1 if params and params[0] == "self" and isinstance(call.func, ast.Attribute)
                                       else 0)

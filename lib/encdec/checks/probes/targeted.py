@@ -13,7 +13,7 @@ TARGETED_SECONDS = 0.8  # for one failing case: the copies and their runs on the
 
 
 class Targeted(Probe):
-    """probe:repair:<kind>: the repair with only `kinds`."""
+    """repair:<kind>: the repair with only `kinds` (its finding is the repair's)."""
 
     kind = "targeted"
     exact = True
