@@ -52,10 +52,7 @@ class LogOfSoftmax(Probe):
     exact = True
 
     def find(self, attempt, probes):
-        if attempt.error is not None or attempt.student is None:
-            return None
-        got, right = _arrays(attempt.got), _arrays(attempt.expected)
-        if not got or all(np.all(np.isfinite(a)) for a in got) or not all(np.all(np.isfinite(a)) for a in right):
+        if not _not_finite_where_right_is(attempt):
             return None
         fdef = answer_function(attempt.student)
         calls = _logs_of_softmax(fdef) if fdef is not None else []
