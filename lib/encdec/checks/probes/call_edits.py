@@ -1,5 +1,5 @@
 """The repair's edits of a call (tried in edits.py's order, which lists them): np.dot for @, .T of a batched array,
-one function for its pair (sin for cos, max for min, mean for sum), an ascending sort, and a call that is a step
+one function for its pair (sin for cos, max for min, mean for sum), np.maximum for a np.max given two values, an ascending sort, and a call that is a step
 too many (a swap of axes a helper makes itself, a squeeze of an axis the result keeps). Same contract as
 edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
@@ -11,6 +11,7 @@ from .nodes import Edit, _atom, _callee, _const_int, _int_node, _parent, _replac
 _PAIRS = {"sin": "cos", "cos": "sin", "max": "min", "min": "max", "maximum": "minimum", "minimum": "maximum",
           "argmax": "argmin", "argmin": "argmax", "triu": "tril", "tril": "triu", "amax": "amin", "amin": "amax",
           "any": "all", "all": "any", "d_k": "n_heads", "n_heads": "d_k", "mean": "sum", "sum": "mean"}
+_ELEMENTWISE = {"min": "minimum", "amin": "minimum", "max": "maximum", "amax": "maximum"}
 _PAIR_WHY = {frozenset(("d_k", "n_heads")): "n_heads is how many heads there are and d_k the width of each "
                                             "(d_model // n_heads); split_heads takes the number of heads.",
              frozenset(("mean", "sum")): "a mean is the sum divided by how many entries it reduces, so the two differ "
@@ -51,6 +52,21 @@ def _pair(i, node, fdef):
                    _PAIR_WHY.get(frozenset((node.attr, other)),
                                  "{old} and {other} are easy to exchange; the formula has {other} here.").format(
                                      old=node.attr, other=other))
+
+
+def _two_values(i, node, fdef):
+    """`np.max(x, 0)` for the larger of x and 0: np.max's second argument is an axis; np.maximum compares."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id in ("np", "numpy") and node.func.attr in _ELEMENTWISE and len(node.args) == 2 \
+            and not node.keywords:
+        other = _ELEMENTWISE[node.func.attr]
+
+        def apply(n, tree):
+            n.func.attr = other
+            return True
+        yield Edit(i, "two_values", apply, f"`np.{other}` in place of `np.{node.func.attr}` in `{_text(node)}`",
+                   f"np.{node.func.attr} reduces one array and reads its second argument as an axis; "
+                   f"np.{other} compares two values entry by entry.")
 
 
 def _sort(i, node, fdef):

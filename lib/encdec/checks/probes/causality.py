@@ -1,7 +1,8 @@
 """Causality read by running the answer again: changing the last position of the inputs must change no earlier
 output (a decoder), or must change some (an encoder, which is bidirectional). Where one output moves and
 another does not, the one that stays is read too: weights that give future keys weight, and do not move with
-them, had their future scores set to a finite number (0) rather than -inf."""
+them, had their future scores set to a finite number (0) rather than -inf; an output that is the weights
+transposed times the values reads the future through the product, not the weights."""
 
 import numpy as np
 
@@ -67,11 +68,20 @@ class Causal(Property):
                     "scores were set to a finite number (0, say) instead of -inf. A finite score still gets weight "
                     "e^s / sum(e^s). Hide every key j > i with -inf (add the causal mask, or np.where(future, "
                     f"-np.inf, scores)), so that exp gives exactly 0."), f"{kept[0]}{_at(finite[0])} is {finite[1]:.4g}.")
+            s = names.index(seen[0])
+            if k < len(right) and s < len(right) and _transposed_product(before[s], before[k], right[s], rtol, atol):
+                return self.finding(attempt, "weights_transposed", (
+                    f"your {seen[0]} is the {kept[0]} transposed times the values (swapaxes({kept[0]}, -1, -2) @ V): "
+                    f"row i of the {seen[0]} then mixes the values by column i of the {kept[0]} (how much each query "
+                    f"reads key i), so an early position reads every later value. Row i of the {kept[0]} says how "
+                    f"much query i reads each key: the {seen[0]} is {kept[0]} @ V."),
+                    f"the earlier {seen[0]} moved by up to {moved:.3g}.")
             return self.finding(attempt, "future_visible_in_one_output", (
                 f"changing only the last position of {self.what} changed the {' and '.join(seen)} at earlier "
-                f"positions, but not the {' and '.join(kept)}: the {kept[0]} is computed with the causal mask, and "
-                f"what you return as the {seen[0]} is another value, one from before the mask (or without it). Return the "
-                f"{seen[0]} that the {kept[0]} was computed from."), f"the earlier {seen[0]} moved by up to {moved:.3g}.")
+                f"positions, but not the {' and '.join(kept)}: the {kept[0]} is computed with the causal mask, but "
+                f"what you return as the {seen[0]} is not made from it as the formula makes it (a value from before "
+                f"the mask, or one made otherwise, reads the later positions). Return the {seen[0]} that the "
+                f"{kept[0]} gives: {kept[0]} @ V."), f"the earlier {seen[0]} moved by up to {moved:.3g}.")
         if self.expect and moved > max(atol, 1e-9) * 10:
             return self.finding(attempt, "future_visible", (
                 f"changing only the last position of {self.what} changed the outputs at earlier positions: "
@@ -84,6 +94,22 @@ class Causal(Property):
                 "never read it. The encoder is bidirectional: every token may look at every other (only "
                 "padding is hidden), so no causal mask here."))
         return None
+
+
+def _transposed_product(output, weights, right_output, rtol, atol):
+    """True where `output` is swapaxes(weights) @ V, V being the values that the right output was made from
+    (weights @ V = right_output: the right causal weights are triangular with a positive diagonal, so V is
+    solved for)."""
+    if (weights.ndim < 2 or weights.shape[-1] != weights.shape[-2] or output.shape != right_output.shape
+            or output.shape[:-1] != weights.shape[:-1]):
+        return False
+    try:
+        with np.errstate(all="ignore"):
+            values = np.linalg.solve(np.asarray(weights, dtype=np.float64), np.asarray(right_output, dtype=np.float64))
+            made = np.swapaxes(weights, -1, -2) @ values
+    except (np.linalg.LinAlgError, ValueError):
+        return False
+    return bool(np.all(np.isfinite(made)) and np.allclose(made, output, rtol=max(rtol, 1e-6), atol=max(atol, 1e-9)))
 
 
 def _future_weighted(mine, right):

@@ -8,7 +8,7 @@ as edits.py: each kind yields Edit(index, kind, apply, said, why).
 
 import ast
 
-from .nodes import Edit, _callee, _parent, _replace_child, _text
+from .nodes import Edit, _callee, _parameters, _parent, _replace_child, _text
 
 _OVER_AN_AXIS = {"sum", "mean", "max", "min", "var", "std"}
 
@@ -56,7 +56,7 @@ def _slice_of_first_axis(i, node, fdef):
 
 def _sliced_by_the_loop(i, node, fdef):
     """`mask[..., t:t + 1]` in a loop over t, where `mask` is a parameter meant whole at every step."""
-    params = {a.arg for a in fdef.args.args + fdef.args.kwonlyargs}
+    params = set(_parameters(fdef))
     if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name)
             and node.value.id in params):
         return

@@ -12,8 +12,8 @@ they are tried.
 
 import ast
 
-from .call_edits import _dot, _other_swapped, _pair, _sort, _step_too_many, _transpose
-from .nodes import (_REDUCTIONS, Edit, _axis_slots, _axis_values, _callee, _const_int, _inside_unary,
+from .call_edits import _dot, _other_swapped, _pair, _sort, _step_too_many, _transpose, _two_values
+from .nodes import (_REDUCTIONS, Edit, _axis_slots, _axis_values, _callee, _const_int, _inside_unary, _parameters,
                     _int_node, _parent, _reduced, _replace_child, _text, operator_edit)
 
 _COMPARE = {ast.Gt: (ast.GtE, ">", ">="), ast.GtE: (ast.Gt, ">=", ">"), ast.Lt: (ast.LtE, "<", "<="),
@@ -130,6 +130,21 @@ def _leading(i, node, fdef):
         yield Edit(i, "leading_axes", apply, f"`{fixed}` in place of `{_text(node)}`",
                    "a `:` in front counts on exactly that many leading axes (a batch). The input may come with "
                    "none or with several: `...` stands for whatever leading axes there are.")
+
+
+def _as_given(i, node, fdef):
+    """`mask[..., 0, :]` of an argument that broadcasts as it comes: the index dropped."""
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
+            and node.value.id in _parameters(fdef) and isinstance(node.slice, ast.Tuple) \
+            and any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in node.slice.elts) \
+            and any(_const_int(e) is not None for e in node.slice.elts):
+        def apply(n, tree):
+            parent = _parent(tree, n)
+            return parent is not None and _replace_child(parent, n, n.value)
+        yield Edit(i, "as_given", apply, f"`{node.value.id}` in place of `{_text(node)}`",
+                   f"`{_text(node)}` drops an axis that `{node.value.id}` may not have, or that lines it up with "
+                   f"another axis; `{node.value.id}` broadcasts as it is given (the docstring's shape), so use it "
+                   "as it comes.")
 
 
 _FLIP = {ast.Add: (ast.Sub, "+", "-"), ast.Sub: (ast.Add, "-", "+"), ast.Mult: (ast.Div, "*", "/"),
@@ -265,5 +280,5 @@ def _off_by_one(i, node, fdef):
         yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", said)
 
 
-EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _keepdims, _len, _leading, _dot, _transpose, _pair, _sort,
+EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _keepdims, _len, _leading, _as_given, _dot, _transpose, _pair, _two_values, _sort,
                     _flip, _exponent_sign, _and_or, _truthiness, _off_by_one]

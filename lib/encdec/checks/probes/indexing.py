@@ -63,6 +63,15 @@ class TooManyIndices(Probe):
                         f"one for each axis of the batch too, and `{ast.unparse(node.value)}` has none of those. Build "
                         "the result by broadcasting instead of by indexing: np.where(condition[..., None, :], value, "
                         "array), or add an additive mask made from the condition."))
+                if a is not None and _indexed(node) > a.ndim and _from_the_end(node) \
+                        and _is_argument(node.value, frame):
+                    name = ast.unparse(node.value)
+                    return self.finding(attempt, "axis_it_lacks", (
+                        f"`{ast.unparse(node)}` takes {_indexed(node)} axes from the end of `{name}`, but `{name}` "
+                        f"came with shape {a.shape}: {a.ndim} axis{'es' if a.ndim != 1 else ''}. The index counts on "
+                        f"a shape of `{name}` that the docstring does not promise (an axis of size 1 to drop, say). "
+                        f"`{name}` is an argument: where the docstring says it broadcasts, use it as it is given "
+                        f"(`+ {name}`), and let broadcasting line up its axes from the right."))
                 if a is not None and _indexed(node) > a.ndim:
                     name = ast.unparse(node.value)
                     return self.finding(attempt, "too_many_indices", (
@@ -71,6 +80,19 @@ class TooManyIndices(Probe):
                         "on. Inputs come with any number of leading axes (the docstring's `...`): index from the end, "
                         "with `...` for whatever leads (`x[..., :-1]`), and give axes as negative numbers."))
         return None
+
+
+def _from_the_end(node):
+    """True where a subscript's first index is `...`: it counts its axes from the end."""
+    first = node.slice.elts[0] if isinstance(node.slice, ast.Tuple) and node.slice.elts else node.slice
+    return isinstance(first, ast.Constant) and first.value is Ellipsis
+
+
+def _is_argument(node, frame):
+    """True where `node` is a name of one of the frame's function's parameters."""
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount
+    return isinstance(node, ast.Name) and node.id in code.co_varnames[:count]
 
 
 def _counts_up(node, frame):

@@ -2,7 +2,8 @@
 cause: a shape unpacked into fewer names than its axes, -inf written into an integer array, einsum
 subscripts without `...` for the batch axes, F.cross_entropy given (B, m, V) logits with (B, m) targets, and
 the library's attention told keys and values of two lengths (projected from two inputs), and a name read
-where its only assignment sits in a branch that did not run (UnboundLocalError). Read from the failing line like
+where its only assignment sits in a branch that did not run (UnboundLocalError), and np.min(a, b) for the smaller
+of two values (its second argument is an axis). Read from the failing line like
 failed_lines.py; always on, after it.
 """
 
@@ -10,6 +11,7 @@ import ast
 import re
 
 from .base import Probe
+from .call_edits import _ELEMENTWISE
 from .nodes import function_of
 from .failing import _failed, failed_nodes, failing_line
 from .shapes import _resolve
@@ -183,5 +185,35 @@ class AssignedOnlyInABranch(Probe):
         return None
 
 
+class ReductionOfTwoValues(Probe):
+    """`np.min(decay, ramp)` for the smaller of two numbers: np.min's second argument is the axis, so the call
+    fails (a float is no axis; an axis out of range) instead of comparing the two."""
+
+    kind = "reduction"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        if not isinstance(exc, (TypeError, ValueError, IndexError)) or not any(
+                words in str(exc) for words in ("cannot be interpreted as an integer", "axis", "scalar index")):
+            return None
+        found = failing_line(exc)
+        for node in ast.walk(found[2]) if found is not None else ():
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in _ELEMENTWISE and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id in ("np", "numpy") and len(node.args) >= 2):
+                continue
+            second = node.args[1]
+            if isinstance(second, (ast.Constant, ast.Tuple, ast.UnaryOp)):
+                continue  # an axis written as a number: the call means what it says
+            module, name = node.func.value.id, node.func.attr
+            a, b = (ast.unparse(arg) for arg in node.args[:2])
+            return self.finding(attempt, "axis_for_a_value", (
+                f"`{ast.unparse(node)}` does not compare two values: {module}.{name} reduces one array, and its "
+                f"second argument is the axis to reduce along, so `{b}` is read as an axis (`{module}.{name}({a}, "
+                f"axis={b})`). For the {'smaller' if 'min' in name else 'larger'} of two values write "
+                f"`{name.removeprefix('a')}({a}, {b})` or `{module}.{_ELEMENTWISE[name]}({a}, {b})` (entry by entry)."))
+        return None
+
+
 LIBRARY_ERROR_PROBES = [ShapeUnpacked(), InfinityIntoIntegers(), EinsumWithoutEllipsis(), CrossEntropyClassAxis(),
-                        KeysAndValuesApart(), AssignedOnlyInABranch()]
+                        KeysAndValuesApart(), AssignedOnlyInABranch(), ReductionOfTwoValues()]

@@ -7,7 +7,8 @@ yields Edit(index, kind, apply, said, why).
 
 import ast
 
-from .nodes import _NOT_WRAPPERS, Edit, _axis_values, _const_int, _inside_unary, _parent, _replace_child, _text
+from .nodes import (_NOT_WRAPPERS, Edit, _axis_values, _const_int, _inside_unary, _parameters, _parent, _replace_child,
+                    _text)
 
 _SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)
 
@@ -217,7 +218,7 @@ def _left_out(i, node, fdef):
 
 def _arrays_before(fdef, lineno):
     """The parameters and the names the function assigns on lines before `lineno`."""
-    names = [a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs) if a.arg != "self"]
+    names = _parameters(fdef)
     for node in ast.walk(fdef):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.lineno < lineno \
                 and node.id not in names:
@@ -242,10 +243,6 @@ def _instead(i, node, fdef):
             return True
         yield Edit(i, "variable", apply, f"`{other}` in place of `{node.id}`",
                    f"it reads `{node.id}` where the formula uses the value in `{other}`.")
-
-
-def _parameters(fdef):
-    return [a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs) if a.arg != "self"]
 
 
 def _number_for_argument(i, node, fdef):

@@ -53,6 +53,11 @@ def _const_int(node):
     return None
 
 
+def _parameters(fdef):
+    """The names of a function's parameters, `self` left out."""
+    return [a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs) if a.arg != "self"]
+
+
 def _int_node(k):
     return ast.UnaryOp(ast.USub(), ast.Constant(-k)) if k < 0 else ast.Constant(k)
 
