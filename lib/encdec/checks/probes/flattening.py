@@ -10,7 +10,7 @@ import ast
 import numpy as np
 
 from .base import Probe, _arrays
-from .everywhere import _flattening
+from .everywhere_axes import _flattening
 from .repair import answer_function
 
 
