@@ -132,3 +132,48 @@ def test_the_repair_mends_np_min_of_two_values_too(no_catalog, time_enough, monk
     no_catalog("warmup_schedule")
     score, text = feedback(lesson08.check_warmup_schedule, schedule_with_the_smaller_by_np_min)
     assert "`np.minimum` in place of `np.amin` in `np.amin(warm, decay)`" in text, text
+
+
+def schedule_with_fractions_unparenthesised(step, d_model, warmup_steps, factor=1.0):
+    return factor * d_model ** -1 / 2 * min(step ** -1 / 2, step * warmup_steps ** -3 / 2)
+
+
+def schedule_with_fractions_in_parentheses(step, d_model, warmup_steps, factor=1.0):
+    return factor * d_model ** (-1 / 2) * min(step ** (-1 / 2), step * warmup_steps ** (-3 / 2))
+
+
+def test_fractional_exponents_without_parentheses_are_named_at_every_place(no_catalog, time_enough):
+    no_catalog("warmup_schedule")
+    score, text = feedback(lesson08.check_warmup_schedule, schedule_with_fractions_unparenthesised)
+    assert score < lesson08.WARMUP_SCHEDULE.points
+    assert "the fraction put in parentheses in every exponent like `x ** -1 / 2`" in text, text
+    assert "`x ** -1 / 2` is (x ** -1) / 2" in text, text
+    score, text = feedback(lesson08.check_warmup_schedule, schedule_with_fractions_in_parentheses)
+    assert score == lesson08.WARMUP_SCHEDULE.points, text
+
+
+def post_norm_block_norms_given_gain_first(block, x, encoder_output, self_attn_mask=None, cross_attn_mask=None,
+                                           gain_first=True):
+    from encdec.layers import rms_norm
+
+    def norm(stream, gain):
+        return rms_norm(gain, stream) if gain_first else rms_norm(stream, gain)
+    x = norm(x + block.self_attn(x, mask=self_attn_mask)[0], block.norm1_gamma)
+    out, cross_weights = block.cross_attn(x, encoder_output, mask=cross_attn_mask)
+    x = norm(x + out, block.norm2_gamma)
+    return norm(x + block.ffn(x), block.norm3_gamma), cross_weights
+
+
+def post_norm_block_norms_in_order(block, x, encoder_output, self_attn_mask=None, cross_attn_mask=None):
+    return post_norm_block_norms_given_gain_first(block, x, encoder_output, self_attn_mask, cross_attn_mask, False)
+
+
+def test_a_call_given_its_arguments_in_another_order_is_named(no_catalog):
+    from encdec.checks import lesson05
+    no_catalog("decoder_block_post_norm")
+    score, text = feedback(lesson05.check_decoder_block_post_norm, post_norm_block_norms_given_gain_first)
+    assert score == 0
+    assert "`rms_norm(gain, stream)` passes its arguments in another order than rms_norm's" in text, text
+    assert "`gain` goes in as `x` and `stream` as `gamma`" in text, text
+    score, text = feedback(lesson05.check_decoder_block_post_norm, post_norm_block_norms_in_order)
+    assert score == lesson05.DECODER_BLOCK_POST_NORM.points, text

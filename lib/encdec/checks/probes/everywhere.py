@@ -5,7 +5,7 @@ np.dot, swapaxes(-1, -2) for every .T, keepdims=True on every reduction over an 
 passed to every norm that was left with its default, the edits of axes in everywhere_axes.py (one axis written
 wrong in each call of a kind, and more), every division by a norm taken out (a cosine for a dot product), and every power of a parenthesised
 difference regrouped (`(1 - beta1) ** t`, `(1 - beta2) ** t`), every division missing its parentheses regrouped
-(`m / 1 - b ** t`), and every product in a bias correction made a power (`1 - beta1 * t`). Same contract as edits.py: each kind yields
+(`m / 1 - b ** t`), every fractional exponent without its parentheses (`x ** -1 / 2`), and every product in a bias correction made a power (`1 - beta1 * t`). Same contract as edits.py: each kind yields
 Edit(index, kind, apply, said, why); each applies to the whole function (index 0) and needs two places or
 more (one place is edits.py's), except the eps, which reads a constant the code never passes.
 """
@@ -106,6 +106,24 @@ def _difference_after_a_division(node):
         and isinstance(node.left.op, ast.Div)
 
 
+def _fraction_after_a_power(node):
+    """`d ** -1 / 2`: a division by a number whose left side ends in a power of a number (the exponent meant to be
+    the fraction, -1/2)."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant)
+            and type(node.right.value) in (int, float)):
+        return False
+    cur = node.left
+    while isinstance(cur, ast.BinOp) and isinstance(cur.op, (ast.Mult, ast.Div)):
+        cur = cur.right
+    return isinstance(cur, ast.BinOp) and isinstance(cur.op, ast.Pow) and _const_number(cur.right)
+
+
+def _const_number(node):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
 def _normalised(node):
     """`h / np.linalg.norm(h, ...)` (or torch.linalg.norm, x.norm(...)): a division by a norm."""
     return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Call) \
@@ -153,6 +171,10 @@ EVERYWHERE_KINDS = [
            "without parentheses, `/` divides by the number before the `-` alone and the power is subtracted "
            "afterwards; the bias correction divides by the whole 1 - beta^t, which needs parentheses, at each place.",
            _difference_after_a_division),
+    _every(_regroup, "the fraction put in parentheses in every exponent like `x ** -1 / 2`",
+           "`**` binds tighter than `/` and `-`: `x ** -1 / 2` is (x ** -1) / 2, a half of 1/x, not x to the power "
+           "-1/2; a fractional exponent needs parentheses, `x ** (-1 / 2)` (or `x ** -0.5`), at each place.",
+           _fraction_after_a_power),
     _every(_product_for_power, "`b ** t` in place of every `b * t`",
            "a product where the formula raises to a power: a bias correction is 1 - beta^t, at each place."),
     _every(_term_outside_call, "each term moved into the call it is added to",

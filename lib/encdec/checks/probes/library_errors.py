@@ -2,15 +2,17 @@
 cause: a shape unpacked into fewer names than its axes, -inf written into an integer array, einsum
 subscripts without `...` for the batch axes, F.cross_entropy given (B, m, V) logits with (B, m) targets, and
 the library's attention told keys and values of two lengths (projected from two inputs), and a name read
-where its only assignment sits in a branch that did not run (UnboundLocalError), and np.min(a, b) for the smaller
-of two values (its second argument is an axis). Read from the failing line like
+where its only assignment sits in a branch that did not run (UnboundLocalError), np.min(a, b) for the smaller
+of two values (its second argument is an axis), and a call that runs with two of its arguments exchanged. Read from the failing line like
 failed_lines.py; always on, after it.
 """
 
 import ast
+import inspect
+import itertools
 import re
 
-from .base import Probe
+from .base import Probe, quiet
 from .call_edits import _ELEMENTWISE
 from .nodes import function_of
 from .failing import _failed, failed_nodes, failing_line
@@ -215,5 +217,75 @@ class ReductionOfTwoValues(Probe):
         return None
 
 
+_PLAIN = (ast.Name, ast.Attribute, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load, ast.operator, ast.unaryop)
+
+
+def _value_of(node, frame):
+    """The value of an argument made of names, attributes, numbers and arithmetic (`x + attn`), in the frame;
+    _NONE where it calls anything or fails."""
+    if not all(isinstance(n, _PLAIN) for n in ast.walk(node)):
+        return _NONE
+    try:
+        with quiet():
+            return eval(compile(ast.Expression(node), "<argument>", "eval"), dict(frame.f_globals), dict(frame.f_locals))
+    except Exception:
+        return _NONE
+
+
+_NONE = object()
+
+
+class ArgumentsSwapped(Probe):
+    """`rms_norm(gamma, x + out)` for `rms_norm(x + out, gamma)`: the call fails, and the same call with two of its
+    arguments exchanged runs."""
+
+    kind = "arguments"
+
+    def find(self, attempt, probes):
+        exc = attempt.error
+        found = failing_line(exc) if isinstance(exc, (ValueError, TypeError, IndexError, RuntimeError)) else None
+        for node in ast.walk(found[2]) if found is not None else ():
+            if not (isinstance(node, ast.Call) and 2 <= len(node.args) <= 4 and not node.keywords):
+                continue
+            function = _value_of(node.func, found[0])
+            values = [_value_of(a, found[0]) for a in node.args]
+            if not inspect.isfunction(function) or function.__code__ is found[0].f_code \
+                    or any(v is _NONE for v in values):
+                continue
+            for i, j in itertools.combinations(range(len(values)), 2):
+                swapped = list(values)
+                swapped[i], swapped[j] = swapped[j], swapped[i]
+                if not _runs(function, values) and _runs(function, swapped):
+                    return self.finding(attempt, "swapped", _swapped_words(node, function, i, j))
+        return None
+
+
+def _runs(function, args):
+    """True where function(*args) returns, on copies of the arrays (a function that writes into its arguments
+    leaves the case's arrays as they were)."""
+    try:
+        with quiet():
+            function(*(a.copy() if hasattr(a, "copy") and hasattr(a, "shape") else a for a in args))
+        return True
+    except Exception:
+        return False
+
+
+def _swapped_words(node, function, i, j):
+    try:
+        names = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        names = []
+    a, b = ast.unparse(node.args[i]), ast.unparse(node.args[j])
+    args = [ast.unparse(x) for x in node.args]
+    args[i], args[j] = b, a
+    name = ast.unparse(node.func)
+    order = f"{name} takes ({', '.join(names[:len(node.args)])}), so " if len(names) >= len(node.args) else ""
+    into = (f"`{a}` goes in as `{names[i]}` and `{b}` as `{names[j]}`" if len(names) > j else
+            f"`{a}` and `{b}` go in each other's place")
+    return (f"`{ast.unparse(node)}` passes its arguments in another order than {name}'s: {order}{into}. With the "
+            f"two exchanged, `{name}({', '.join(args)})`, the call runs.")
+
+
 LIBRARY_ERROR_PROBES = [ShapeUnpacked(), InfinityIntoIntegers(), EinsumWithoutEllipsis(), CrossEntropyClassAxis(),
-                        KeysAndValuesApart(), AssignedOnlyInABranch(), ReductionOfTwoValues()]
+                        KeysAndValuesApart(), AssignedOnlyInABranch(), ReductionOfTwoValues(), ArgumentsSwapped()]
