@@ -6,11 +6,14 @@ alone.
 """
 
 import dataclasses
+import re
 import types
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
+
+_NONFINITE_WORDS = re.compile(r"\b(nan|inf|-inf|overflows?|infinite|infinity)\b", re.IGNORECASE)
 
 
 @dataclass
@@ -19,6 +22,12 @@ class Mistake:
     key: str  # what reports count by, e.g. "no_scale"
     diagnosis: str  # the words the student reads
     impl: object  # a function (or a method to put in place of the exercise's method)
+
+    @property
+    def nonfinite(self):
+        """True where the slip shows as nan or inf (its words say so: an overflow, 0/0 = nan): a match with an
+        answer only through nan or inf is then its evidence, not a coincidence of dividing by zero."""
+        return bool(_NONFINITE_WORDS.search(self.diagnosis))
 
     def run(self, args, kwargs):
         """(value, None), or (None, the exception) when the mistake fails on this input."""

@@ -8,6 +8,8 @@ failing line reads like the answer's.
 
 import traceback
 
+import numpy as np
+
 from .comparing import _copy, _safe, compare
 from .running import run_student
 
@@ -22,6 +24,9 @@ def diagnose(got, catalog, case, float32=False, postprocess=None, others=(), stu
     match is confirmed the same way: on another case where the answer is wrong too and the mistake gives
     another output than the answer's, the match was a coincidence of that case's numbers, and nothing is named."""
     matching = [m for m in catalog if _output_equals(m, got, case, float32, postprocess)]
+    if reference is not None and student is not None:  # a match only through nan or inf is confirmed, or dropped
+        matching = [m for m in matching if m.nonfinite or not _through_nonfinite(m, case, postprocess, reference)
+                    or others and _confirmed(m, others, student, forbidden, postprocess, reference, strict=True)]
     if not matching or student is None or not others:
         return matching[0] if matching else None
     if len(matching) == 1:
@@ -40,22 +45,45 @@ def diagnose(got, catalog, case, float32=False, postprocess=None, others=(), stu
     return matching[0]
 
 
-def _confirmed(mistake, others, student, forbidden, postprocess, reference):
+def _confirmed(mistake, others, student, forbidden, postprocess, reference, strict=False):
     """False when, on one of up to three other cases, the mistake's output is not the answer's (its error or its
     values): where the answer is wrong there, it is wrong in another way; where the answer's tokens are right
     there, the mistake's are not (a cached decoder's tokens that fit one case's model by coincidence). Where an
-    answer of floats is right, a catalog entry broader than its slip may be wrong, so that case tells nothing;
-    so does a case where the answer raises."""
+    answer of floats is right, a catalog entry broader than its slip may be wrong, so that case tells nothing,
+    unless the match is `strict` (it held only through nan or inf: then the mistake must be right where the
+    answer is); a case where the answer raises tells nothing."""
     for other in others[:3]:
         outcome = run_student(student, _copy(other.args), _copy(other.kwargs), forbidden)
         if outcome.error is not None:
             continue
         mine = outcome.value if postprocess is None else _safe(postprocess, outcome.value)
-        if not _discrete(mine) and _right(mine, other, postprocess, reference):
+        if not strict and not _discrete(mine) and _right(mine, other, postprocess, reference):
             continue  # where the answer is right, a mistake broader than its slip may not be (a guard for N = 0)
         if not _output_equals(mistake, mine, other, other.float32, postprocess):
             return False  # wrong where the answer is wrong, or (tokens) where the answer is right
     return True
+
+
+def _through_nonfinite(mistake, case, postprocess, reference):
+    """True where the mistake's output on this case differs from the right one only in entries that are nan or
+    inf (a guard for N = 0 left out, and any slip that also divides by that N): its match with the answer says
+    only that both divide by zero there, not that they share the mistake's slip."""
+    from .probes.base import _arrays
+    value, error = mistake.run(_copy(case.args), _copy(case.kwargs))
+    try:
+        right = reference(*_copy(case.args), **_copy(case.kwargs))
+    except Exception:
+        return False
+    if error is not None:
+        return False
+    if postprocess is not None:
+        value, right = _safe(postprocess, value), _safe(postprocess, right)
+    mine, theirs = _arrays(value), _arrays(right)
+    if not mine or len(mine) != len(theirs) or any(a.shape != b.shape for a, b in zip(mine, theirs)):
+        return False  # another shape is a difference of its own
+    with np.errstate(all="ignore"):
+        return not any(np.any((a != b) & np.isfinite(a)) for a, b in zip(mine, theirs)) \
+            and any(np.any(~np.isfinite(a) & np.isfinite(b)) for a, b in zip(mine, theirs))
 
 
 def _right(value, case, postprocess, reference):

@@ -49,13 +49,14 @@ _COUNT_TERMS = [  # (knob, what it counts, in the course's words)
 def _count_model(k, vocab_size, d_model, d_ff, n_encoder_layers, n_decoder_layers=None):
     """parameter_count as a sum of terms, each with a knob: its multiplicity (1 right, 0 left out, 2
     counted twice); extra terms head (an untied output head, V d) and attention_biases (4 d per
-    attention); bias_sizes (both feed-forward biases of size d_ff, or both of size d); nd_is_n (n_decoder_layers ignored); zero_as_none (n_decoder_layers=0 read as None)."""
+    attention); bias_sizes (both feed-forward biases of size d_ff, or both of size d, or one left out); nd_is_n (n_decoder_layers ignored); zero_as_none (n_decoder_layers=0 read as None)."""
     V, d, dff, N = vocab_size, d_model, d_ff, n_encoder_layers
     Nd = N if (n_decoder_layers is None or k.get("nd_is_n") or (k.get("zero_as_none") and not n_decoder_layers)) \
         else n_decoder_layers
     terms = {"embedding": V * d, "self_attention": 4 * d * d * (N + Nd), "cross_attention": 4 * d * d * Nd,
              "ffn_weights": 2 * d * dff * (N + Nd),
-             "ffn_biases": {"both_dff": 2 * dff, "both_d": 2 * d}.get(k.get("bias_sizes"), dff + d) * (N + Nd),
+             "ffn_biases": {"both_dff": 2 * dff, "both_d": 2 * d, "no_b1": d, "no_b2": dff}.get(
+                 k.get("bias_sizes"), dff + d) * (N + Nd),
              "block_norms": 2 * d * N + 3 * d * Nd, "final_norms": 2 * d}
     total = sum(k.get(name, 1) * value for name, value in terms.items())
     return total + k.get("head", 0) * V * d + k.get("attention_biases", 0) * 4 * d * (N + 2 * Nd)
@@ -71,7 +72,11 @@ def _count_choices():
                                    ("both_dff", "ffn_biases_both_d_ff", "both feed-forward biases are counted with d_ff "
                                     "entries, but b2 is added to W2's output, of width d: b1 has d_ff, b2 has d"),
                                    ("both_d", "ffn_biases_both_d", "both feed-forward biases are counted with d "
-                                    "entries, but b1 is added to W1's output, of width d_ff: b1 has d_ff, b2 has d")]))
+                                    "entries, but b1 is added to W1's output, of width d_ff: b1 has d_ff, b2 has d"),
+                                   ("no_b1", "ffn_b1_left_out", "the feed-forward's first bias b1 (d_ff entries, added "
+                                    "to W1's output) is left out: each block's FFN has two biases, b1 (d_ff) and b2 (d)"),
+                                   ("no_b2", "ffn_b2_left_out", "the feed-forward's second bias b2 (d entries, added "
+                                    "to W2's output) is left out: each block's FFN has two biases, b1 (d_ff) and b2 (d)")]))
     choices.append(("nd_is_n", [(False, "", ""), (True, "ignores_n_decoder_layers",
                                                   "n_decoder_layers is ignored: the decoder gets n_encoder_layers blocks")]))
     choices.append(("zero_as_none", [(False, "", ""), (True, "zero_decoder_layers_as_none",

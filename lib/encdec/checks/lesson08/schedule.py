@@ -41,8 +41,8 @@ def _schedule_model(k, steps, d_model, warmup_steps, factor=None):
     """warmup_schedule over a list of steps, with knobs: shift (the step used is step + shift), rise and
     decay (the exponents of the warm-up and the decay; "flat": the peak kept after the warm-up), d_power (the exponent of d_model), pick ("min",
     "max"), warm_power (the exponent of warmup_steps in the ramp; ("if", p): that ramp while step <=
-    warmup_steps, the decay after it, an if in place of the min), factor_used."""
-    f = 1.0 if factor is None or not k.get("factor_used", True) else factor
+    warmup_steps, the decay after it, an if in place of the min), factor_power (the factor's exponent: 1 right)."""
+    f = 1.0 if factor is None else factor ** k.get("factor_power", 1.0)
     out = []
     for s in steps:
         s = s + k.get("shift", 0)
@@ -73,13 +73,19 @@ _SCHEDULE_CHOICES = [
                  (0.0, "no_d_model", "the d_model^-0.5 factor is missing"),
                  (-1.0, "d_model_inverse", "d_model^-1 is used instead of d_model^-0.5")]),
     ("pick", [("min", "", ""), ("max", "max", "max of the two branches instead of min")]),
-    ("factor_used", [(True, "", ""), (False, "factor_ignored", "the factor argument is ignored")]),
+    ("factor_power", [(1.0, "", ""), (0.0, "factor_ignored", "the factor argument is ignored"),
+                      (-0.5, "factor_under_root", "the factor is under the square root with d_model, "
+                       "(factor * d_model)^-0.5, so the rate goes as factor^-0.5: the formula multiplies by factor, "
+                       "factor * d_model^-0.5"),
+                      (0.5, "factor_root", "the rate goes as factor^0.5 (the square root of the factor): the "
+                       "formula multiplies by factor itself")]),
 ]
 _SCHEDULE_RIGHT = "lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), with steps counted from 1."
 
 
 SCHEDULE_PROBES = Probes(
-    _schedule_model, Combos("schedule", _SCHEDULE_CHOICES, _SCHEDULE_RIGHT),
+    _schedule_model, Combos("schedule", _SCHEDULE_CHOICES, _SCHEDULE_RIGHT,
+                            weak=("factor_under_root", "factor_root")),  # the power, not the line: the repair first
     Scale(lambda steps, d_model, warmup_steps, factor=None: [("1", 1.0, None)], what="your rates", knob="factor_scale"))
 
 

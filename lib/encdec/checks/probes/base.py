@@ -201,6 +201,7 @@ class Variant(Probe):
     (detail key, diagnosis, Knobs); the first whose output is the student's is the finding."""
 
     exact = True
+    weak = frozenset()  # the details (or parts of a combination) that say what is off, not where: the repair first
 
     def variants(self, attempt, probes):
         return ()
@@ -210,6 +211,8 @@ class Variant(Probe):
             return None
         for detail, diagnosis, knobs in self.variants(attempt, probes):
             if self.matches(attempt, probes, knobs) and self.confirmed(attempt, probes, detail):
+                if self.weak & set(str(detail).split("+")):
+                    return self.finding(attempt, detail, diagnosis, weak=True)
                 return self.finding(attempt, detail, diagnosis)
         return None
 

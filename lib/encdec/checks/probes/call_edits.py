@@ -1,5 +1,5 @@
 """The repair's edits of a call (tried in edits.py's order, which lists them): np.dot for @, .T of a batched array,
-one function for its pair (sin for cos, max for min, mean for sum), np.maximum for a np.max given two values, an ascending sort, and a call that is a step
+`.T` dropped from weights used as stored, one function for its pair (sin for cos, max for min, mean for sum), np.maximum for a np.max given two values, an ascending sort, and a call that is a step
 too many (a swap of axes a helper makes itself, a squeeze of an axis the result keeps). Same contract as
 edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
@@ -39,6 +39,18 @@ def _transpose(i, node, fdef):
         yield Edit(i, "transpose", apply, f"`{_atom(node.value)}.swapaxes(-1, -2)` in place of `{_text(node)}`",
                    ".T reverses every axis; with a batch in front only the last two should swap "
                    "(np.swapaxes(x, -1, -2), or x.mT in torch).")
+
+
+def _untransposed(i, node, fdef):
+    """`W_q.T` where the weights are used as they are stored (x @ W_q, W of shape (d_model, d_k))."""
+    if isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.ctx, ast.Load):
+        def apply(n, tree):
+            parent = _parent(tree, n)
+            return parent is not None and _replace_child(parent, n, n.value)
+        yield Edit(i, "untransposed", apply, f"`{_text(node.value)}` in place of `{_text(node)}`",
+                   f"`{_text(node.value)}` is used as it is stored: the docstring gives its shape in the order the "
+                   "product needs (x @ W, W of shape (d_in, d_out)); .T turns it into the (d_out, d_in) layout of "
+                   "torch's nn.Linear.")
 
 
 def _pair(i, node, fdef):

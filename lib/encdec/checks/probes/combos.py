@@ -46,9 +46,10 @@ class Combos(Variants):
     """Variants over every combination of a few knobs (see `combos`): a single slip is tried first,
     then two together, so that an answer with two slips is named by both. Key: probe:<kind>:<a+b>."""
 
-    def __init__(self, kind, choices, right=None, most=2):
+    def __init__(self, kind, choices, right=None, most=2, weak=()):
         options = [o for o in combos(choices, right) if o[0].count("+") < most]
         super().__init__(kind, options)
+        self.weak = frozenset(weak)
 
 
 class EachOutput(Variant):

@@ -1,8 +1,10 @@
 """The repair's edits of an axis left to its default (tried with size_one_axes.py's): a reduction given no axis,
 which runs over the whole array where one axis of each vector is meant (`np.mean(g * x)` for
 `np.mean(g * x, axis=-1, keepdims=True)`), and a slice given one index, which cuts the first axis, the batch
-when a batch comes, where the positions are meant (`H_dec[t:t + 1]` for `H_dec[..., t:t + 1, :]`); and an argument
-sliced with a loop's variable where it is the same at every step (`mask[..., t:t + 1]` for `mask`). Same contract
+when a batch comes, where the positions are meant (`H_dec[t:t + 1]` for `H_dec[..., t:t + 1, :]`); an argument
+sliced with a loop's variable where it is the same at every step (`mask[..., t:t + 1]` for `mask`); and the
+opposite of the first, a count given an axis where the formula counts over the whole batch
+(`keep.sum(axis=-1, keepdims=True)` for `keep.sum()`). Same contract
 as edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
 
@@ -35,6 +37,26 @@ def _reduction_over_everything(i, node, fdef):
                f"`{_text(node)}` has no axis, so it reduces the whole array to one number: every row gets the same "
                "value. The formula reduces each vector on its own, along the last axis, keeping it (size 1) so that "
                "the result lines up with the rows.")
+
+
+def _one_count_per_row(i, node, fdef):
+    """`keep.sum(axis=-1, keepdims=True)` where the formula counts over the whole batch (N, one number): a sum given
+    an axis, the axis and keepdims taken out."""
+    if not (isinstance(node, ast.Call) and _callee(node) == "sum" and isinstance(node.func, ast.Attribute)
+            and any(k.arg in ("axis", "dim") for k in node.keywords)):
+        return
+    module = isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy", "torch")
+    if len(node.args) != (1 if module else 0):
+        return
+
+    def apply(n, tree):
+        n.keywords = [k for k in n.keywords if k.arg not in ("axis", "dim", "keepdims", "keepdim")]
+        return True
+    whole = f"{_text(node.func)}({_text(node.args[0]) if module else ''})"
+    yield Edit(i, "one_count", apply, f"`{whole}` in place of `{_text(node)}`",
+               f"`{_text(node)}` counts along one axis, one number for each row; the formula's count is one number "
+               "for the whole batch, every axis at once (the mean over all the batch's real tokens, not each "
+               "row's own mean).")
 
 
 def _slice_of_first_axis(i, node, fdef):
@@ -74,4 +96,4 @@ def _sliced_by_the_loop(i, node, fdef):
                f"step; it is the same at every step (the docstring says what its axes are): pass `{name}` whole.")
 
 
-DEFAULT_AXIS_KINDS = [_reduction_over_everything, _slice_of_first_axis, _sliced_by_the_loop]
+DEFAULT_AXIS_KINDS = [_reduction_over_everything, _one_count_per_row, _slice_of_first_axis, _sliced_by_the_loop]

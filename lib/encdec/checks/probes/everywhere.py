@@ -1,7 +1,7 @@
 """One slip made at every place it could be, mended as one change: the repair (repair.py) tries each edit of
 edits.py at one place; a student who writes np.dot for @, or .T on a batched array, or a reduction without
 keepdims, usually writes it at each place, and no single edit mends that. Here: np.matmul for every
-np.dot, swapaxes(-1, -2) for every .T, keepdims=True on every reduction over an axis, the model's eps
+np.dot, swapaxes(-1, -2) for every .T, every .T of a weight dropped, keepdims=True on every reduction over an axis, the model's eps
 passed to every norm that was left with its default, the edits of axes in everywhere_axes.py (one axis written
 wrong in each call of a kind, and more), every division by a norm taken out (a cosine for a dot product), and every power of a parenthesised
 difference regrouped (`(1 - beta1) ** t`, `(1 - beta2) ** t`), every division missing its parentheses regrouped
@@ -13,7 +13,7 @@ more (one place is edits.py's), except the eps, which reads a constant the code 
 import ast
 
 from .arithmetic import _product_for_power, _regroup, _term_outside_call, term_outside_call
-from .call_edits import _dot, _transpose
+from .call_edits import _dot, _transpose, _untransposed
 from .edits import _keepdims
 from .everywhere_axes import (_axes_from_the_end, _axis_for_flattening, _every_axis, _pad_every_axis,
                               _tensordot_from_the_end)
@@ -106,6 +106,13 @@ def _difference_after_a_division(node):
         and isinstance(node.left.op, ast.Div)
 
 
+def _of_a_weight(node):
+    """`W_q.T`, `self.W_o.T`: a transpose of a name or attribute that starts with W (a weight matrix)."""
+    base = node.value if isinstance(node, ast.Attribute) else None
+    name = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+    return name[:1] in ("W", "w") and (len(name) == 1 or name[1] == "_")
+
+
 def _fraction_after_a_power(node):
     """`d ** -1 / 2`: a division by a number whose left side ends in a power of a number (the exponent meant to be
     the fraction, -1/2)."""
@@ -158,6 +165,10 @@ EVERYWHERE_KINDS = [
     _every(_transpose, "`.swapaxes(-1, -2)` in place of every `.T`",
            ".T reverses every axis; with a batch in front only the last two should swap (np.swapaxes(x, -1, -2), "
            "or x.mT in torch)."),
+    _every(_untransposed, "every `.T` dropped",
+           "the weights are used as they are stored: the docstring gives each in the order the product needs "
+           "(x @ W, W of shape (d_in, d_out)); .T turns them into the (d_out, d_in) layout of torch's nn.Linear.",
+           _of_a_weight),
     _every(_keepdims, "keepdims=True added to every reduction over an axis",
            "a reduction drops the axis it runs over; keepdims=True keeps it with size 1, so that the result lines "
            "up (broadcasts) with the array it came from.", _over_an_axis),

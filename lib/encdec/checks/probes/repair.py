@@ -294,7 +294,7 @@ def finding(exercise, fn, fixes, cases):
     """One fix: its line, why, and the change. Two: both, for the student to tell which is the slip (a
     step left out and a second slip that undoes it can be mended either way)."""
     every = ("every case it was tried on" if cases is None else "the case it was tried on" if cases == 1
-             else f"all {cases} cases it was tried on")
+             else "both cases it was tried on" if cases == 2 else f"all {cases} cases it was tried on")
 
     def where(edit):
         line = linecache.getline(fn.__code__.co_filename, edit.lineno).strip()

@@ -3,12 +3,14 @@ residual that adds the block's input where the stream so far belongs (`h2 = norm
 `h1 = norm(x + sa)`), a flag overwritten in a loop where it accumulates (`done = nxt == eos` for
 `done = done | (nxt == eos)`), a loop counted from 1 where positions count from 0 (`range(1, n + 1)`), and the
 same call made on a shifted value at one place and on the unshifted one at another (`np.exp(x - m)` and
-`np.exp(x)`), and a list made outside the function that each call appends to, a generator read twice, one list with two names (`outs = ws = []`), a `return` indented into a loop, and a cache read before the step's row is appended to it (attention over `self_k[i]` before `self_k[i] = torch.cat([self_k[i], k])`). Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
+`np.exp(x)`), a `return` indented into a loop, and a cache read before the step's row is appended to it (attention over `self_k[i]` before `self_k[i] = torch.cat([self_k[i], k])`). The edits of Python's containers (containers.py) are
+tried among them. Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
 
 import ast
 import copy
 
+from .containers import CONTAINER_KINDS
 from .nodes import Edit, _const_int, _int_node, _text
 
 
@@ -122,111 +124,6 @@ def _shifted_elsewhere(i, node, fdef):
         return
 
 
-def _outer_lists(fdef):
-    """The names the function appends to (`.append`, `.extend`) that it neither assigns nor takes: lists made
-    outside it, which keep what earlier calls put in them."""
-    args = fdef.args
-    own = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    own |= {t.id for n in ast.walk(fdef) if isinstance(n, (ast.Assign, ast.For, ast.With, ast.comprehension))
-            for t in ast.walk(n.targets[0] if isinstance(n, ast.Assign) else n.target if not isinstance(n, ast.With)
-                              else n) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
-    return sorted({c.func.value.id for c in ast.walk(fdef) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                   and c.func.attr in ("append", "extend") and isinstance(c.func.value, ast.Name)
-                   and c.func.value.id not in own})
-
-
-def _state_between_calls(i, node, fdef):
-    """Lists made outside the function and appended to in it: each made afresh at the start of the call."""
-    if node is not fdef:
-        return
-    names = _outer_lists(fdef)
-    if not names:
-        return
-
-    def apply(n, tree):
-        n.body[:0] = [ast.Assign([ast.Name(name, ast.Store())], ast.List([], ast.Load()), lineno=n.body[0].lineno)
-                      for name in names]
-        return True
-    listed = " and ".join(f"`{name}`" for name in names)
-    yield Edit(i, "outer_state", apply, f"{listed} made inside the function (`{names[0]} = []` first)",
-               f"{listed} {'are lists' if len(names) > 1 else 'is a list'} made outside the function, so each call "
-               "appends to what earlier calls left in it, and only the first call starts empty.",
-               min(c.lineno for c in ast.walk(fdef) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                   and isinstance(c.func.value, ast.Name) and c.func.value.id in names))
-
-
-def _generator_read_twice(i, node, fdef):
-    """`steps = (f(t) for t in ...)` then two passes over `steps`: a generator is used up by the first pass, and the
-    second finds nothing; a list keeps its items for both."""
-    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.GeneratorExp)):
-        return
-    name = node.targets[0].id
-    passes = [n for n in ast.walk(fdef) if isinstance(n, (ast.For, ast.comprehension))
-              and isinstance(n.iter, ast.Name) and n.iter.id == name]
-    if len(passes) < 2:
-        return
-
-    def apply(n, tree):
-        n.value = ast.ListComp(n.value.elt, n.value.generators)
-        return True
-    yield Edit(i, "generator", apply, f"a list, `[...]`, in place of the generator `(...)` in `{name} = ...`",
-               f"`{name}` is a generator: the first pass over it uses it up, and the second finds nothing. A list "
-               "keeps its items for every pass.")
-
-
-def _one_list_two_names(i, node, fdef):
-    """`outs = ws = []`: one list with two names, so what is appended to either lands in both; a list each."""
-    if not (isinstance(node, ast.Assign) and len(node.targets) > 1
-            and all(isinstance(t, ast.Name) for t in node.targets)
-            and (isinstance(node.value, (ast.List, ast.Dict, ast.Set)) or isinstance(node.value, ast.Call)
-                 and _text(node.value.func) in ("list", "dict", "set"))):
-        return
-    names = [t.id for t in node.targets]
-
-    def apply(n, tree):
-        holder = next((h for h in ast.walk(tree) for field in ("body", "orelse") if n in getattr(h, field, [])), None)
-        if holder is None:
-            return False
-        body = holder.body if n in holder.body else holder.orelse
-        k = body.index(n)
-        body[k:k + 1] = [ast.Assign([ast.Name(name, ast.Store())], copy.deepcopy(n.value), lineno=n.lineno)
-                         for name in names]
-        return True
-    listed = " and ".join(f"`{name}`" for name in names)
-    yield Edit(i, "one_object", apply, f"a new `{_text(node.value)}` for each of {listed}",
-               f"`{_text(node)}` makes one object with two names: what is added through either lands in both. Make "
-               "one for each name.")
-
-
-def _rows_one_list(i, node, fdef):
-    """`[[0.0] * n] * m`: one row list repeated, so every row is the same list; rows made anew, one per pass."""
-    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.List)
-            and len(node.left.elts) == 1 and isinstance(node.left.elts[0], (ast.List, ast.BinOp, ast.ListComp))):
-        return
-
-    def apply(n, tree):
-        rows = ast.ListComp(n.left.elts[0], [ast.comprehension(ast.Name("_", ast.Store()),
-                                                               ast.Call(ast.Name("range", ast.Load()), [n.right], []),
-                                                               [], 0)])
-        holder = next((h for h in ast.walk(tree) for _, v in ast.iter_fields(h)
-                       if v is n or isinstance(v, list) and any(x is n for x in v)), None)
-        if holder is None:
-            return False
-        for field, value in ast.iter_fields(holder):
-            if value is n:
-                setattr(holder, field, rows)
-                return True
-            if isinstance(value, list) and any(x is n for x in value):
-                value[[k for k, x in enumerate(value) if x is n][0]] = rows
-                return True
-        return False
-    row = _text(node.left.elts[0])
-    yield Edit(i, "one_object", apply, f"`[{row} for _ in range({_text(node.right)})]` in place of `{_text(node)}`",
-               f"`{_text(node)}` repeats one list: every row is the same object, so writing one entry of a row writes "
-               "it in every row. Make each row anew, in a comprehension.")
-
-
 def _return_in_loop(i, node, fdef):
     """`return` as the last statement of a loop's body (indented one level too deep): the function returns after
     the first pass; the return moved after the loop."""
@@ -293,4 +190,5 @@ def _read_before_update(i, node, fdef):
                    "own row. Add the row first, then read.", stmt.lineno)
 
 
-STREAM_KINDS = [_read_before_update, _return_in_loop, _one_list_two_names, _rows_one_list, _generator_read_twice, _state_between_calls, _residual_from_input, _flag_overwritten, _counted_from_one, _shifted_elsewhere]
+STREAM_KINDS = [_read_before_update, _return_in_loop, *CONTAINER_KINDS, _residual_from_input, _flag_overwritten,
+                _counted_from_one, _shifted_elsewhere]

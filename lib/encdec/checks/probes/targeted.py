@@ -1,12 +1,14 @@
 """A few of the repair's edits tried first, on their own, where the answer's source has their pattern: each gives one
 or two copies to run, so it is confirmed within a fraction of a second even where running the answer is slow (a
 decoder over a batch of sources), where the whole repair would spend its budget on other edits first. Now: a
-cache read before the step's row is appended to it (streams.py). Exact (the source has the pattern, and the moved
+cache read before the step's row is appended to it (streams.py), and one array appended at every step of a loop
+that writes into it in place (containers.py). Exact (the source has the pattern, and the moved
 statement makes the answer right on every case of the part); always on, before the repair (judging.py).
 """
 
 from .base import Probe
 from .repair import _edits, answer_function, repair
+from .containers import _one_array_appended
 from .streams import _read_before_update
 
 TARGETED_SECONDS = 0.8  # for one failing case: the copies and their runs on the part's cases
@@ -30,4 +32,4 @@ class Targeted(Probe):
         return repair(attempt, TARGETED_SECONDS, self.kinds)
 
 
-TARGETED_PROBES = [Targeted(_read_before_update)]
+TARGETED_PROBES = [Targeted(_read_before_update), Targeted(_one_array_appended)]

@@ -17,14 +17,27 @@ def _targets_one_hot(logits, targets, pad_id):
 # -- Exercise 7.1 softmax_cross_entropy ---------------------------------------------------------------------
 # Listed first: with no real token every other mistake divides by zero as well, and this is
 # the misconception such a batch shows.
-@mistake("softmax_cross_entropy", "no_tokens_nan",
-         "with no non-pad target at all, N = 0 and the mean is 0/0 = nan. Return a loss of 0.0 and a "
-         "zero gradient in that case (there is nothing to learn from).")
+NO_TOKENS_NAN = ("with no non-pad target at all, N = 0 and the mean is 0/0 = nan. Return a loss of 0.0 and a "
+                 "zero gradient in that case (there is nothing to learn from).")
+
+
+@mistake("softmax_cross_entropy", "no_tokens_nan", NO_TOKENS_NAN)
 def softmax_cross_entropy(logits, targets, pad_id=None):
     logp, y, keep = _targets_one_hot(logits, targets, pad_id)
     n = keep.sum()
     loss = float(np.sum(-np.sum(y * logp, axis=-1) * keep) / n)
     return loss, (np.exp(logp) - y) * keep[..., None] / n
+
+
+@mistake("softmax_cross_entropy", "no_tokens_nan_loss", NO_TOKENS_NAN)
+def softmax_cross_entropy(logits, targets, pad_id=None):  # noqa: F811
+    """The same slip where the pads' gradient is set to 0 after the division: only the loss is nan."""
+    logp, y, keep = _targets_one_hot(logits, targets, pad_id)
+    n = keep.sum()
+    loss = float(np.sum(-np.sum(y * logp, axis=-1) * keep) / n)
+    grad = (np.exp(logp) - y) / n
+    grad[~keep] = 0.0
+    return loss, grad
 
 
 @mistake("softmax_cross_entropy", "log_sum_exp_without_shift",
