@@ -256,7 +256,8 @@ class ArgumentsSwapped(Probe):
                 swapped = list(values)
                 swapped[i], swapped[j] = swapped[j], swapped[i]
                 if not _runs(function, values) and _runs(function, swapped):
-                    return self.finding(attempt, "swapped", _swapped_words(node, function, i, j))
+                    return self.finding(attempt, "swapped", _swapped_words(node, function, i, j),
+                                        weak=True)  # "the call runs", not "the answer is right": the repair first
         return None
 
 
