@@ -191,3 +191,18 @@ def test_every_edit_kind_reads_any_function_without_raising():
             if isinstance(fdef, ast.FunctionDef):
                 edits = list(repair._edits(fdef))
                 assert all(edit.said for edit in edits), path
+
+
+def gelu_cubic_term_outside_the_factor(x):
+    inner = np.sqrt(2 / np.pi) * x + 0.044715 * x ** 3
+    return 0.5 * x * (1 + np.tanh(inner))
+
+
+def test_a_constant_fitted_only_as_a_ratio_lets_the_repair_quote_the_parentheses(no_catalog, time_enough):
+    """The fitted coefficient of x^3 is 0.044715 / sqrt(2/pi): a ratio, which says what is off but not where;
+    the repair's parentheses, which mend it, come first."""
+    from encdec.checks import lesson02
+    no_catalog("gelu")
+    score, text = feedback(lesson02.check_gelu, gelu_cubic_term_outside_the_factor)
+    assert score < lesson02.GELU.points
+    assert "With `np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)` in place of" in text, text

@@ -12,6 +12,7 @@ confirmed on another failing case (Variant.confirmed), so a fit that happens to 
 names nothing.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -86,6 +87,9 @@ def fit(attempt, probes, knob, lo, hi, log=True, steps=41):
     return float(np.exp(t)) if log else float(t)
 
 
+_PARENTHESIS = "a factor outside its parenthesis, or inside the wrong one?"
+
+
 class Constant:
     """One constant of a formula: its knob, what it is, how the formula writes it, its value, and the range
     to fit it in (on a log scale for a positive factor, else linear)."""
@@ -105,6 +109,14 @@ class Fitted(Variant):
 
     def __init__(self, *constants):
         self.constants = constants
+
+    def find(self, attempt, probes):
+        """The fitted constant; weak where only its ratio to the formula's constant is named (a factor outside
+        its parenthesis, or inside the wrong one): the repair, which quotes the parentheses, is tried first."""
+        found = super().find(attempt, probes)
+        if found is not None and _PARENTHESIS in found.diagnosis:
+            return dataclasses.replace(found, weak=True)
+        return found
 
     def variants(self, attempt, probes):
         if attempt.error is not None:
@@ -126,9 +138,9 @@ def describe(c, found, sizes=None):
         over, times = name_number(c.value / found), name_number(found / c.value)
         if over and over not in ("1", "-1"):
             shown += f" = {c.written} / {over}"
-            hint = f"{over} divides it: a factor outside its parenthesis, or inside the wrong one?"
+            hint = f"{over} divides it: {_PARENTHESIS}"
         elif times and times not in ("1", "-1"):
             shown += f" = {c.written} × {times}"
-            hint = f"{times} multiplies it: a factor outside its parenthesis, or inside the wrong one?"
+            hint = f"{times} multiplies it: {_PARENTHESIS}"
     formula = c.written if c.written == f"{c.value:.5g}" else f"{c.written} = {c.value:.5g}"
     return f"{c.what} is {shown} in your answer; the formula has {formula}. {hint}"
