@@ -206,3 +206,12 @@ def test_a_constant_fitted_only_as_a_ratio_lets_the_repair_quote_the_parentheses
     score, text = feedback(lesson02.check_gelu, gelu_cubic_term_outside_the_factor)
     assert score < lesson02.GELU.points
     assert "With `np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)` in place of" in text, text
+
+
+def test_no_answer_of_its_own_for_n_zero_is_said_by_the_tracer(no_catalog, time_enough):
+    """With the catalog emptied, the repair's only mend for the empty batch (`*` for `/`) breaks the other parts
+    and is withdrawn; the tracer then sees that the right computation returned zeros early, and says so."""
+    no_catalog("softmax_cross_entropy")
+    score, text = feedback(lesson07.check_softmax_cross_entropy, cross_entropy_without_a_guard)
+    assert score < lesson07.SOFTMAX_CROSS_ENTROPY.points
+    assert "the function has an answer of its own" in text and "gives nan" in text, text

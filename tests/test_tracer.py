@@ -166,7 +166,7 @@ def positions_other_base(n, d):
 
 @pytest.mark.parametrize("answer,words", [
     (gelu_sqrt_2pi, "the factor inside the tanh is 2.5066 = √(2π) in your answer; the formula has √(2/π)"),
-    (gelu_parenthesis, "0.044715 / √(2/π)"),
+    (gelu_parenthesis, "With `np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)` in place of"),  # the repair, first
 ], ids=["sqrt-2pi", "parenthesis"])
 @pytest.mark.lesson02
 def test_a_gelu_constant_is_fitted_and_named(no_catalog, answer, words):

@@ -76,7 +76,17 @@ class Causes:
         self.diagnoses = [d for d in self.diagnoses if not any(d == m.diagnosis for m in caused)]
         self.misconceptions = [m for m in self.misconceptions if all(m is not c for c in caused)]
         for part, text, mistake, _ in self._causes:
-            part.message = with_cause(text, self.likely_cause(changed.get(id(mistake), mistake)))
+            cause = changed.get(id(mistake), mistake)
+            if cause is None and getattr(mistake, "fixes", ()):
+                cause = self._traced_again(part)  # every fix withdrawn: where the answer leaves the right values
+            part.message = with_cause(text, self.likely_cause(cause))
+
+    def _traced_again(self, part):
+        """The tracer's finding for a part whose repair was withdrawn, on the case that failed there."""
+        own = self._own_runs.get(id(part))
+        if own is None or own.error is not None or own.reference is None:
+            return None
+        return self._locate(own, own.reference)
 
     def _fits_later_parts(self, part, mistake, student):
         """False for a catalog mistake that a later part of the same answer shows to be a coincidence of this

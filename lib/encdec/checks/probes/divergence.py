@@ -5,7 +5,8 @@ reference's. The first value that matches none is where the answer went wrong: i
 variable named, the nearest right value given with how the two differ, and the values before it that
 were still right are listed. Where that line may be right in another form (its difference has no
 simple shape and later wrong values are made from it), the message says so and names the next line;
-where it reads values that matched only in another arrangement, it names them.
+where it reads values that matched only in another arrangement, it names them. Where the right computation
+returned zeros at once (a guard's own answer, for N = 0) and the answer has no such branch, it says that.
 
 A value matches a reference value when it holds the same numbers: equal, transposed (any order of the
 axes), reshaped (the same numbers in the same order), broadcast, or their reciprocals. In a loop, the
@@ -13,11 +14,14 @@ first pass that goes wrong. Never raises, and never changes a score: it only wor
 """
 
 import ast
+import functools
+import inspect
+import textwrap
 import time
 
 import numpy as np
 
-from .base import Finding, quiet
+from .base import Finding, _arrays, quiet
 from .tracer import BUDGET_SECONDS, reference_code, student_code, traced
 from .value_relations import EXPLAINED, SLICE, difference, nearest, relation
 
@@ -67,6 +71,7 @@ def _locate(attempt, reference, seconds):
     assigned = [v for v in mine.values if v.line != "(an argument)"]
     if not assigned or not right.values:
         return None
+    early = _guarded(right) and not _guarded(mine)  # the right computation returned its own answer at once
     pool = right.values
     # Walk the answer's values in order. A value is right when it matches a value the reference makes at or
     # after the last one matched (progress), neutral when it only matches an earlier one (an input, a mask
@@ -90,7 +95,7 @@ def _locate(attempt, reference, seconds):
         elif not found:
             pending.append((k, value))
     if not pending:
-        return None
+        return _no_guard(attempt) if early else None
     first, value = pending[0]
     near = nearest(value, pool)
     said = f"`{value.line}` ({_where(value, mine.passes)}) gives {_called(value)} the shape {value.array.shape}, "
@@ -110,6 +115,8 @@ def _locate(attempt, reference, seconds):
     if zero:
         return Finding(attempt.exercise, "trace:zero_divisor", f"`{value.line}` ({_where(value, mine.passes)}) {zero}",
                        f"The first value that goes wrong is {_called(value)}.")
+    if early:
+        return _no_guard(attempt)
     reads = _what_it_reads(value, matched, first, mine.passes, explained) + _numbers_it_reads(value, mine)
     said += reads
     later = [w for _, w in pending[1:] if value.name and value.name in _names(w.line) and w.lineno != value.lineno]
@@ -121,6 +128,57 @@ def _locate(attempt, reference, seconds):
     else:
         said += " Check that line against the formula."
     return Finding(attempt.exercise, "trace:line", said, f"The first value that goes wrong is {_called(value)}.")
+
+
+def _no_guard(attempt):
+    """The finding for an answer that runs the formula where the right computation returned zeros at once."""
+    got = attempt.got if attempt.got is not None else attempt.rerun(attempt.args(), attempt.kwargs()).value
+    nan = any(not np.all(np.isfinite(a)) for a in _arrays(got))
+    return Finding(attempt.exercise, "trace:no_guard", (
+        "on this case the function has an answer of its own: the right computation returns zeros (or an "
+        "empty result) at once, before any step of the formula, for an input the docstring names, such as no "
+        "real token (N = 0). Your code has no such branch and runs the formula here"
+        + (", where a division by that zero count gives nan" if nan else "") + ". Return that answer first, "
+        "in an `if` before the formula."))
+
+
+def _guarded(trace):
+    """True where a function of the trace returned zeros (or nothing) from a `return` before its last one: a
+    guard's own answer for an input such as N = 0."""
+    last = {}
+    for v in trace.values:
+        if v.name.startswith("the value returned") and v.code is not None:
+            last.setdefault(v.code, []).append(v)
+    for code, given in last.items():
+        returns = _return_lines(code)
+        taken = [v.array for v in given if v.lineno == given[-1].lineno]
+        if returns and given[-1].lineno < max(returns) and all(a.size == 0 or not np.any(a) for a in taken):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=512)
+def _return_lines(code):
+    """The line numbers of a function's own `return` statements (not those of functions inside it); () where its
+    source cannot be read."""
+    try:
+        lines, start = inspect.getsourcelines(code)
+        fdef = ast.parse(textwrap.dedent("".join(lines))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return ()
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return ()  # a lambda: no statement of its own returns
+    return tuple(start + n.lineno - 1 for n in _own(fdef) if isinstance(n, ast.Return))
+
+
+def _own(fdef):
+    """The nodes of a function's body, not those of the functions or lambdas defined inside it."""
+    stack = list(fdef.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 PART = "(part of a line)"  # tracer.py's line for a sub-expression's value

@@ -187,7 +187,8 @@ def _tracer(trace, wanted, parts=False):
             name = "the value returned" + (f" (item {k + 1})" if len(items) > 1 else "")
             lineno = frame.f_lineno
             trace.values.append(Value(name, lineno, linecache.getline(frame.f_code.co_filename, lineno).strip(),
-                                      array, passes.get((frame.f_code, lineno), 1), frame.f_code.co_name))
+                                      array, passes.get((frame.f_code, lineno), 1), frame.f_code.co_name,
+                                      frame.f_code))
 
     def local(frame, event, arg):
         if trace.stopped or time.perf_counter() > trace.deadline:
