@@ -1,5 +1,5 @@
 """The repair's edits of a call (tried in edits.py's order, which lists them): np.dot for @, .T of a batched array,
-`.T` dropped from weights used as stored, one function for its pair (sin for cos, max for min, mean for sum), np.maximum for a np.max given two values, an ascending sort, and a call that is a step
+`.T` dropped from weights used as stored, a product moved into the call it follows (`split_heads(x @ W, h)`), one function for its pair (sin for cos, max for min, mean for sum), np.maximum for a np.max given two values, an ascending sort, and a call that is a step
 too many (a swap of axes a helper makes itself, a squeeze of an axis the result keeps). Same contract as
 edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
@@ -51,6 +51,27 @@ def _untransposed(i, node, fdef):
                    f"`{_text(node.value)}` is used as it is stored: the docstring gives its shape in the order the "
                    "product needs (x @ W, W of shape (d_in, d_out)); .T turns it into the (d_out, d_in) layout of "
                    "torch's nn.Linear.")
+
+
+def _product_before_the_call(i, node, fdef):
+    """`split_heads(x, h) @ W_q` for `split_heads(x @ W_q, h)`: the product applied to what a call returns, where
+    the formula applies it to what the call takes (project, then split)."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and isinstance(node.left, ast.Call)
+            and node.left.args and not isinstance(node.left.func, ast.Lambda)):
+        return
+    call = node.left
+
+    def apply(n, tree):
+        inner = n.left
+        moved = ast.Call(inner.func, [ast.BinOp(inner.args[0], ast.MatMult(), n.right), *inner.args[1:]],
+                         inner.keywords)
+        parent = _parent(tree, n)
+        return parent is not None and _replace_child(parent, n, moved)
+    fixed = f"{_text(call.func)}({', '.join([f'{_text(call.args[0])} @ {_text(node.right)}', *(_text(a) for a in call.args[1:])])})"
+    yield Edit(i, "product_inside", apply, f"`{fixed}` in place of `{_text(node)}`",
+               f"`@ {_text(node.right)}` is applied to what `{_text(call.func)}` returns; the formula applies it to "
+               f"what `{_text(call.func)}` takes: the product first, on the whole width, then the call (project, "
+               "then split into heads).")
 
 
 def _pair(i, node, fdef):

@@ -12,8 +12,8 @@ they are tried.
 
 import ast
 
-from .call_edits import (_dot, _other_swapped, _pair, _sort, _step_too_many, _transpose, _two_values,
-                         _untransposed)
+from .call_edits import (_dot, _other_swapped, _pair, _product_before_the_call, _sort, _step_too_many, _transpose,
+                         _two_values, _untransposed)
 from .nodes import (_REDUCTIONS, Edit, _axis_slots, _axis_values, _callee, _const_int, _inside_unary, _parameters,
                     _int_node, _parent, _reduced, _replace_child, _text, operator_edit)
 
@@ -187,6 +187,25 @@ def _shape_axis(i, node, fdef):
                    f"`{_text(node)}` is the size of another axis than the one the code runs over.{hint}")
 
 
+def _size_of_another_input(i, node, fdef):
+    """`n = H_enc.shape[-2]` where the size belongs to another argument (`tgt_in.shape[-1]`, the target's length
+    where the source's was read): each other parameter's last two axes are tried."""
+    old = _shape_index(node)
+    if old is None or not isinstance(node.value.value, ast.Name) or node.value.value.id not in _parameters(fdef):
+        return
+    array = node.value.value.id
+    for other in _parameters(fdef):
+        if other == array:
+            continue
+        for axis in (-1, -2):
+            def apply(n, tree, other=other, axis=axis):
+                n.value.value, n.slice = ast.Name(other, ast.Load()), _int_node(axis)
+                return True
+            yield Edit(i, "another_input", apply, f"`{other}.shape[{axis}]` in place of `{_text(node)}`",
+                       f"`{_text(node)}` is a size of `{array}`; the size the code needs there is one of `{other}`'s "
+                       "(two inputs whose lengths are equal on some cases and not on others).")
+
+
 def _axis_a_loop_indexes(fdef, size, array):
     """In `for t in range(x.shape[k]): ... x[..., t:t + 1, :]` (or `range(len(x))`, a comprehension, or the size
     first kept in a variable, `steps = x.shape[k]`), the axis that `t` indexes in `array` (x), counted from the
@@ -281,5 +300,5 @@ def _off_by_one(i, node, fdef):
         yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", said)
 
 
-EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _keepdims, _len, _leading, _as_given, _dot, _transpose, _untransposed, _pair, _two_values, _sort,
+EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _size_of_another_input, _keepdims, _len, _leading, _as_given, _dot, _transpose, _untransposed, _product_before_the_call, _pair, _two_values, _sort,
                     _flip, _exponent_sign, _and_or, _truthiness, _off_by_one]
