@@ -10,7 +10,7 @@ import traceback
 
 import numpy as np
 
-from .comparing import _copy, _safe, compare
+from .comparing import _copy, _discrete, _safe, compare
 from .running import run_student
 
 
@@ -92,16 +92,6 @@ def _right(value, case, postprocess, reference):
     except Exception:
         return False
     return compare(value, right if postprocess is None else _safe(postprocess, right), case.float32) is None
-
-
-def _discrete(value):
-    """Token ids (an integer array or tensor, alone or in a tuple): outputs that another computation matches
-    on one case by coincidence far more often than an array of floats."""
-    if isinstance(value, (tuple, list)):
-        return bool(value) and all(_discrete(v) for v in value)
-    dtype = getattr(value, "dtype", None)
-    return dtype is not None and not getattr(dtype, "is_floating_point", False) and (
-        str(dtype).startswith(("int", "uint", "torch.int", "torch.long")))
 
 
 def _output_equals(mistake, got, case, float32, postprocess):

@@ -206,6 +206,29 @@ def _size_of_another_input(i, node, fdef):
                        "(two inputs whose lengths are equal on some cases and not on others).")
 
 
+def _reshape_for_one_batch_axis(i, node, fdef):
+    """`out.reshape(out.shape[0], -1, d)` where every leading axis is kept: `out.shape[0]` counts on exactly one
+    batch axis (none comes: it is the positions, and the -1 makes an axis of size 1; two come: they are merged)."""
+    if not (isinstance(node, ast.Call) and _callee(node) == "reshape" and isinstance(node.func, ast.Attribute)
+            and len(node.args) >= 3 and _shape_index(node.args[0]) == 0
+            and any(_const_int(a) == -1 for a in node.args[1:])):
+        return
+    array = node.args[0].value.value
+    rest = [a for a in node.args[1:] if _const_int(a) != -1]
+    kept = len(node.args) - 1  # the trailing axes the reshape makes (the -1 merges two of them into one)
+
+    def apply(n, tree):
+        lead = ast.Subscript(ast.Attribute(array, "shape", ast.Load()),
+                             ast.Slice(upper=_int_node(-kept)), ast.Load())
+        n.args = [ast.Starred(lead, ast.Load()), *rest]
+        return True
+    fixed = f"{_text(node.func)}(*{_text(array)}.shape[:{-kept}], {', '.join(_text(a) for a in rest)})"
+    yield Edit(i, "one_batch_axis", apply, f"`{fixed}` in place of `{_text(node)}`",
+               f"`{_text(node.args[0])}` counts on exactly one batch axis in front: where none comes it is the "
+               "positions, and the -1 makes an axis of size 1; where two come, they are merged into one. Keep every "
+               f"leading axis (`*{_text(array)}.shape[:{-kept}]`) and merge only the last ones.")
+
+
 def _axis_a_loop_indexes(fdef, size, array):
     """In `for t in range(x.shape[k]): ... x[..., t:t + 1, :]` (or `range(len(x))`, a comprehension, or the size
     first kept in a variable, `steps = x.shape[k]`), the axis that `t` indexes in `array` (x), counted from the
@@ -300,5 +323,5 @@ def _off_by_one(i, node, fdef):
         yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", said)
 
 
-EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _size_of_another_input, _keepdims, _len, _leading, _as_given, _dot, _transpose, _untransposed, _product_before_the_call, _pair, _two_values, _sort,
+EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _size_of_another_input, _reshape_for_one_batch_axis, _keepdims, _len, _leading, _as_given, _dot, _transpose, _untransposed, _product_before_the_call, _pair, _two_values, _sort,
                     _flip, _exponent_sign, _and_or, _truthiness, _off_by_one]

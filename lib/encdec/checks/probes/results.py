@@ -135,7 +135,8 @@ class Permuted(Probe):
                         f"{label} holds the right numbers with its axes in another order: shape {g.shape} where "
                         f"the answer has {e.shape}. A stack along another axis (np.stack or torch.stack of the "
                         "steps puts the steps first, axis 0) or a transpose too many or too few does that: build it "
-                        "along the right axis (axis=-1 / dim=-1 for one column per step), or move the axes back."))
+                        "along the right axis (axis=-1 / dim=-1 for one column per step), or move the axes back."),
+                        weak=True)  # what is off, not where: the repair, which quotes the line, first
         return None
 
 

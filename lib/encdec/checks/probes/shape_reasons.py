@@ -27,10 +27,16 @@ def joined(got, expected):
     return None
 
 
-def explain_shape(got, expected, sizes=None):
+def explain_shape(got, expected, sizes=None, tokens=False):
     """Which axis is missing, extra or out of place in `got` compared with `expected` (two shapes), and what
-    usually causes it, in the case's own size names; "" when nothing simple explains it."""
+    usually causes it, in the case's own size names; "" when nothing simple explains it. With `tokens` (decoded
+    ids, whose last axis is as long as the longest row), a last axis of another length says that the tokens
+    differ, not that a size was read from elsewhere."""
     got, expected = tuple(got), tuple(expected)
+    if tokens and len(got) == len(expected) and got[:-1] == expected[:-1] and got and got[-1] != expected[-1]:
+        return (f"the rows are {got[-1]} tokens long where {expected[-1]} are expected: the longest row is the "
+                "length, so the answer decoded other tokens (a row that ends at another step, or one that never "
+                "ends before max_len)")
     if len(got) == len(expected) - 1:
         for k in range(len(expected)):
             if expected[:k] + expected[k + 1:] == got:
@@ -59,7 +65,12 @@ def explain_shape(got, expected, sizes=None):
                             "([None], np.newaxis, reshape(1, ...)) that is not removed before returning")
                 if size == 1:
                     return (f"there is an extra axis of size 1 at position {k}: keepdims=True where the axis should "
-                            "go, or a [..., None] too many")
+                            "go, a [..., None] too many, or a reshape that counts on one batch axis in front "
+                            "(x.reshape(x.shape[0], -1, d) on an input with none)")
+                if k == 0 and got[1:2] != (size,):  # only where the extra axis is surely the first one
+                    return (f"there is an extra leading axis of size {size_named(size, sizes)}: an input without a batch "
+                            "axis read as a batch (its first axis, x.shape[0] or len(x), taken for the batch size), "
+                            "or pieces stacked along a new first axis")
                 return f"there is an extra axis of size {size_named(size, sizes)} at position {k}"
     if joined(got, expected) is not None:
         a, b, k = joined(got, expected)
