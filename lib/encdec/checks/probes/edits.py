@@ -191,8 +191,9 @@ def _size_of_another_input(i, node, fdef):
     """`n = H_enc.shape[-2]` where the size belongs to another argument (`tgt_in.shape[-1]`, the target's length
     where the source's was read): each other parameter's last two axes are tried."""
     old = _shape_index(node)
-    if old is None or not isinstance(node.value.value, ast.Name) or node.value.value.id not in _parameters(fdef):
-        return
+    if old is None or old >= 0 or not isinstance(node.value.value, ast.Name) \
+            or node.value.value.id not in _parameters(fdef):
+        return  # an axis counted from the front is _shape_axis's (the batch read for the positions)
     array = node.value.value.id
     for other in _parameters(fdef):
         if other == array:
