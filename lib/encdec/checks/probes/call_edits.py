@@ -87,11 +87,17 @@ def _pair(i, node, fdef):
                                      old=node.attr, other=other))
 
 
+def two_value_reduction(node):
+    """True for `np.min(a, b)` (np.min, np.max, np.amin, np.amax with two positional arguments): a reduction whose
+    second argument is read as an axis, where two values may be meant."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and isinstance(node.func.value, ast.Name) and node.func.value.id in ("np", "numpy") \
+        and node.func.attr in _ELEMENTWISE and len(node.args) == 2 and not node.keywords
+
+
 def _two_values(i, node, fdef):
     """`np.max(x, 0)` for the larger of x and 0: np.max's second argument is an axis; np.maximum compares."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
-            and node.func.value.id in ("np", "numpy") and node.func.attr in _ELEMENTWISE and len(node.args) == 2 \
-            and not node.keywords:
+    if two_value_reduction(node):
         other = _ELEMENTWISE[node.func.attr]
 
         def apply(n, tree):

@@ -13,7 +13,7 @@ import itertools
 import re
 
 from .base import Probe, quiet
-from .call_edits import _ELEMENTWISE
+from .call_edits import _ELEMENTWISE, two_value_reduction
 from .nodes import function_of
 from .failing import _failed, failed_nodes, failing_line
 from .shapes import _resolve
@@ -200,9 +200,7 @@ class ReductionOfTwoValues(Probe):
             return None
         found = failing_line(exc)
         for node in ast.walk(found[2]) if found is not None else ():
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in _ELEMENTWISE and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id in ("np", "numpy") and len(node.args) >= 2):
+            if not two_value_reduction(node):
                 continue
             second = node.args[1]
             if isinstance(second, (ast.Constant, ast.Tuple, ast.UnaryOp)):
