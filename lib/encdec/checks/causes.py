@@ -9,9 +9,9 @@ records parts with Checker.part.
 """
 
 import dataclasses
-import time
 
 from . import probes as _probes
+from .clock import Stopwatch
 from .matching import _confirmed
 
 
@@ -122,11 +122,11 @@ class Causes:
         if earlier is not None:
             return earlier
         attempt.repair_seconds = max(0.0, self.REPAIR_SECONDS - getattr(self, "_repaired", 0.0))
-        start = time.perf_counter()
+        watch = Stopwatch()
         try:
             return _probes.find_slip(probes, attempt)
         finally:
-            self._repaired = getattr(self, "_repaired", 0.0) + time.perf_counter() - start
+            self._repaired = getattr(self, "_repaired", 0.0) + watch.spent()
 
     def _earlier_fix(self, attempt):
         """The finding of an earlier part whose fix (the repair's copy of the answer) is right on this part's cases
@@ -145,11 +145,11 @@ class Causes:
         left = self.TRACE_SECONDS - getattr(self, "_traced", 0.0)
         if left < 0.1:
             return None
-        start = time.perf_counter()
+        watch = Stopwatch()
         try:
             return _probes.locate(attempt, reference, seconds=left)
         finally:
-            self._traced = getattr(self, "_traced", 0.0) + time.perf_counter() - start
+            self._traced = getattr(self, "_traced", 0.0) + watch.spent()
 
     def _case_sizes(self, reference, case):
         """{size name: value} the case gives (the exercise's `sizes` declaration), {} when it declares none."""

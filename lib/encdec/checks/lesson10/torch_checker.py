@@ -7,12 +7,12 @@ the catalog mistake or the probe that behaves the same way as the diagnosis.
 import contextlib
 import functools
 import io
-import time
 
 import numpy as np
 
 from ..cases import Attempt, Case
 from ..causes import with_cause
+from ..clock import Stopwatch
 from ..comparing import compare
 from ..core import Checker
 from ..probes import find_slip
@@ -179,11 +179,11 @@ def _repaired(c, fn, parts):
                     return False
         return True
     left = max(0.0, c.REPAIR_SECONDS - getattr(c, "_repaired", 0.0))
-    start = time.perf_counter()
+    watch = Stopwatch()
     try:
         return repair_by(fn, right, c.name, seconds=min(left, OBSERVED_REPAIR_SECONDS)) if left > 0.05 else None
     finally:
-        c._repaired = getattr(c, "_repaired", 0.0) + time.perf_counter() - start
+        c._repaired = getattr(c, "_repaired", 0.0) + watch.spent()
 
 
 def _plain(f):

@@ -17,10 +17,10 @@ import ast
 import functools
 import inspect
 import textwrap
-import time
 
 import numpy as np
 
+from ..clock import Deadline
 from .base import Finding, _arrays, quiet
 from .tracer import BUDGET_SECONDS, reference_code, student_code, traced
 from .value_relations import EXPLAINED, SLICE, difference, nearest, relation
@@ -30,12 +30,12 @@ class _OutOfTime(Exception):
     """The matching of the answer's values with the reference's ran past its budget: nothing is said."""
 
 
-def _matches(value, pool, deadline=float("inf"), inputs=frozenset()):
+def _matches(value, pool, deadline=None, inputs=frozenset()):
     """[(index in pool, relation)] of every reference value `value` holds the same numbers as; a value near one of
     the `inputs` (indices of the pool's copies of an argument) only within the tolerance matches none of them."""
     found = []
     for i, right in enumerate(pool):
-        if time.perf_counter() > deadline:
+        if deadline is not None and deadline.passed():
             raise _OutOfTime()
         how = relation(value.array, right.array)
         if how == "equal" and i in inputs and not np.array_equal(value.array, right.array):
@@ -67,7 +67,7 @@ def _locate(attempt, reference, seconds):
         return None
     mine = traced(attempt.student, attempt.args(), attempt.kwargs(), student_code, seconds / 2)
     right = traced(reference, attempt.args(), attempt.kwargs(), reference_code, seconds / 2, parts=True)
-    deadline = time.perf_counter() + seconds  # the matching's own budget, as long as the tracing's
+    deadline = Deadline(seconds)  # the matching's own budget, as long as the tracing's
     assigned = [v for v in mine.values if v.line != "(an argument)"]
     if not assigned or not right.values:
         return None

@@ -25,9 +25,9 @@ import linecache
 import resource
 import sys
 import textwrap
-import time
 import types
 
+from ..clock import Deadline
 from .base import Finding, Probe, quiet
 from .arithmetic import ARITHMETIC_KINDS, SHIFT_KINDS
 from .edits import EXPRESSION_KINDS
@@ -151,7 +151,7 @@ class _Runner:
         deadline = self.deadline
 
         def local(frame, event, arg):
-            if time.perf_counter() > deadline:
+            if deadline.passed():
                 raise _OutOfTime()
             return local
 
@@ -214,7 +214,7 @@ def repair(attempt, seconds=BUDGET_SECONDS, kinds=None):
 def _repair(attempt, seconds, kinds=None):
     if attempt.student is None or attempt.reference is None:
         return None
-    runner = _Runner(attempt, time.perf_counter() + seconds)
+    runner = _Runner(attempt, Deadline(seconds))
     return repair_by(attempt.student, lambda candidate: runner.right(candidate, 0) and all(
         runner.right(candidate, k) for k in range(1, len(runner.cases))), attempt.exercise, seconds,
         cases=len(runner.cases), runner=runner, kinds=kinds)
@@ -231,7 +231,7 @@ def repair_by(student, right, exercise, seconds=BUDGET_SECONDS, cases=None, runn
 
 
 def _search(student, right, exercise, seconds, cases, runner, kinds=None):
-    deadline = time.perf_counter() + seconds
+    deadline = Deadline(seconds)
     runner = runner or _Runner(None, deadline)
     fn, bind = _target(student)
     if fn is None:
@@ -243,8 +243,7 @@ def _search(student, right, exercise, seconds, cases, runner, kinds=None):
         return None
     fixes, second_until = [], None
     for count, edit in enumerate(_edits(module.body[0], kinds)):
-        now = time.perf_counter()
-        if count >= MAX_EDITS or now > deadline or second_until is not None and now > second_until:
+        if count >= MAX_EDITS or deadline.passed() or second_until is not None and second_until.passed():
             break
         if fixes and edit.lineno == fixes[0][0].lineno and edit.kind == fixes[0][0].kind:
             continue  # the same change written another way (axis=1 for axis=-2)
@@ -260,7 +259,7 @@ def _search(student, right, exercise, seconds, cases, runner, kinds=None):
             fixes.append((edit, candidate))
             if len(fixes) == 2:
                 break
-            second_until = time.perf_counter() + SECOND_SECONDS  # a little longer, for another fix
+            second_until = Deadline(SECOND_SECONDS)  # a little longer, for another fix
     return finding(exercise, fn, fixes, cases) if fixes else None
 
 
@@ -269,7 +268,7 @@ def still_right(attempt, candidate, seconds=None):
     checker asks it again once every part has run, of the cases of the parts after the one it mended."""
     try:
         with quiet():
-            runner = _Runner(attempt, time.perf_counter() + (BUDGET_SECONDS if seconds is None else seconds))
+            runner = _Runner(attempt, Deadline(BUDGET_SECONDS if seconds is None else seconds))
             return all(runner.bounded(lambda k=k: runner.right(candidate, k)) for k in range(len(runner.cases)))
     except Exception:
         return False

@@ -13,11 +13,11 @@ import io
 import linecache
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..clock import Deadline
 
 BUDGET_SECONDS = 1.5  # for the two traced runs together
 BUDGET_NUMBERS = 4_000_000  # numbers kept, answer and reference together
@@ -42,7 +42,7 @@ class Value:
 class Trace:
     values: list = field(default_factory=list)
     numbers: int = 0
-    deadline: float = 0.0
+    deadline: Deadline = None
     stopped: bool = False
     passes: dict = field(default_factory=dict)  # (function, line) -> times it ran
     numbers_set: list = field(default_factory=list)  # (len(values) then, name, line, value): plain numbers assigned
@@ -191,7 +191,7 @@ def _tracer(trace, wanted, parts=False):
                                       frame.f_code))
 
     def local(frame, event, arg):
-        if trace.stopped or time.perf_counter() > trace.deadline:
+        if trace.stopped or trace.deadline.passed():
             trace.stopped = True
             return None
         if event in ("line", "return"):
@@ -225,7 +225,7 @@ def _tracer(trace, wanted, parts=False):
 def traced(fn, args, kwargs, wanted, seconds, parts=False):
     """The values fn's own frames assign (those `wanted` accepts; with `parts`, every sub-expression of their
     lines too), run quietly; the call's outcome is ignored."""
-    trace = Trace(deadline=time.perf_counter() + seconds)
+    trace = Trace(deadline=Deadline(seconds))
     previous = sys.gettrace()
     out = io.StringIO()
     try:
