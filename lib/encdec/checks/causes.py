@@ -75,17 +75,39 @@ class Causes:
         caused = [m for _, _, m, _ in self._causes if m is not None]
         self.diagnoses = [d for d in self.diagnoses if not any(d == m.diagnosis for m in caused)]
         self.misconceptions = [m for m in self.misconceptions if all(m is not c for c in caused)]
-        for part, text, mistake, _ in self._causes:
+        again = {}
+        for part, text, mistake, student in self._causes:
             cause = changed.get(id(mistake), mistake)
             if cause is None and getattr(mistake, "fixes", ()):
-                cause = self._traced_again(part)  # every fix withdrawn: where the answer leaves the right values
+                if id(mistake) not in again:  # every fix withdrawn: looked for once more, on every part's cases
+                    again[id(mistake)] = self._found_again(part, student)
+                cause = again[id(mistake)]
             part.message = with_cause(text, self.likely_cause(cause))
 
-    def _traced_again(self, part):
-        """The tracer's finding for a part whose repair was withdrawn, on the case that failed there."""
+    def _found_again(self, part, student):
+        """For a part whose every fix was withdrawn: the repair run again, a copy now taken only where it is
+        right on every part of the same answer (a shift dropped mends the small logits, and breaks the large:
+        the shift taken into the sum mends both), else the tracer's finding on the case that failed there."""
         own = self._own_runs.get(id(part))
         if own is None or own.error is not None or own.reference is None:
             return None
+        from .probes.repair import rebound, repair_by, still_right
+        runs = [(answer, a) for answer, a in self._runs if a.error is None and a.reference is not None]
+
+        def right(copy_):  # on every part of the same code, each part's own object where each builds one
+            return all(still_right(a, other) for answer, a in runs
+                       for other in [copy_ if answer is student else rebound(copy_, student, answer)]
+                       if other is not None)
+        left = self.REPAIR_SECONDS - getattr(self, "_repaired", 0.0)
+        if left > 0.05:
+            watch = Stopwatch()
+            try:
+                found = repair_by(own.student, right, own.exercise, seconds=left,
+                                  cases=sum(1 + len(a.others) for answer, a in runs if answer is student))
+            finally:
+                self._repaired = getattr(self, "_repaired", 0.0) + watch.spent()
+            if found is not None:
+                return found
         return self._locate(own, own.reference)
 
     def _fits_later_parts(self, part, mistake, student):

@@ -41,7 +41,8 @@ def _schedule_model(k, steps, d_model, warmup_steps, factor=None):
     """warmup_schedule over a list of steps, with knobs: shift (the step used is step + shift), rise and
     decay (the exponents of the warm-up and the decay; "flat": the peak kept after the warm-up), d_power (the exponent of d_model), pick ("min",
     "max"), warm_power (the exponent of warmup_steps in the ramp; ("if", p): that ramp while step <=
-    warmup_steps, the decay after it, an if in place of the min), factor_power (the factor's exponent: 1 right)."""
+    warmup_steps, the decay after it, an if in place of the min), factor_power (the factor's exponent: 1 right),
+    peak_power (an exponent of warmup_steps multiplying every rate: 0 right; 0.5, each branch divided by the peak)."""
     f = 1.0 if factor is None else factor ** k.get("factor_power", 1.0)
     out = []
     for s in steps:
@@ -54,7 +55,7 @@ def _schedule_model(k, steps, d_model, warmup_steps, factor=None):
         a = warmup_steps ** -0.5 if decay == "flat" else s ** decay  # "flat": the peak kept after the warm-up
         b = s * warmup_steps ** (power[1] if branch else power)
         picked = (b if s <= warmup_steps else a) if branch else min(a, b) if k.get("pick", "min") == "min" else max(a, b)
-        out.append(f * d_model ** k.get("d_power", -0.5) * picked)
+        out.append(f * d_model ** k.get("d_power", -0.5) * warmup_steps ** k.get("peak_power", 0.0) * picked)
     return np.array(out) * k.get("factor_scale", 1.0)
 
 
@@ -79,6 +80,10 @@ _SCHEDULE_CHOICES = [
                        "factor * d_model^-0.5"),
                       (0.5, "factor_root", "the rate goes as factor^0.5 (the square root of the factor): the "
                        "formula multiplies by factor itself")]),
+    ("peak_power", [(0.0, "", ""), (0.5, "peak_dropped", "each branch is divided by its value at the peak: the "
+                    "ramp rises to 1 (step / warmup_steps) and the decay falls from 1 ((warmup_steps / step)^0.5), so "
+                    "every rate is sqrt(warmup_steps) times the formula's. The formula keeps the peak's own size: "
+                    "min(step^-0.5, step * warmup_steps^-1.5) is warmup_steps^-0.5 at step = warmup_steps")]),
 ]
 _SCHEDULE_RIGHT = "lr = factor * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5), with steps counted from 1."
 

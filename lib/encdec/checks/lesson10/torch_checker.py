@@ -178,6 +178,12 @@ def _repaired(c, fn, parts):
                 if problem or summary[0] == "error":
                     return False
         return True
+    return repaired_with(c, fn, right)
+
+
+def repaired_with(c, fn, right):
+    """The repair of `fn` with the check's own test of a copy, `right(candidate)`, within what is left of the
+    check's time for it (and at most OBSERVED_REPAIR_SECONDS), else None."""
     left = max(0.0, c.REPAIR_SECONDS - getattr(c, "_repaired", 0.0))
     watch = Stopwatch()
     try:

@@ -10,7 +10,7 @@ import ast
 import copy
 
 from .factors import _SUMS, FACTOR_KINDS
-from .nodes import Edit, _callee, _reduced, _text, operator_edit, replaced
+from .nodes import Edit, _callee, _parameters, _reduced, _text, operator_edit, replaced
 
 _SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Pow: "**",
             ast.MatMult: "@", ast.Mod: "%"}
@@ -51,6 +51,21 @@ def _product_for_power(i, node, fdef):
             f"`{_text(node)}` multiplies where the formula raises `{_text(node.left)}` to the power "
             f"`{_text(node.right)}` (a bias correction's 1 - beta^t)."))
 
+
+
+def _factor_for_exponent(i, node, fdef):
+    """`total / L * alpha` where the formula divides by a power: `total / L ** alpha` (a length penalty), the
+    exponent a parameter of the function."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and isinstance(node.left, ast.BinOp)
+            and isinstance(node.left.op, ast.Div) and isinstance(node.right, ast.Name)
+            and node.right.id in _parameters(fdef)):
+        return
+    powered = ast.BinOp(node.left.left, ast.Div(), ast.BinOp(node.left.right, ast.Pow(), node.right))
+    yield Edit(i, "operator", lambda n, tree: replaced(tree, n, ast.BinOp(
+                   n.left.left, ast.Div(), ast.BinOp(n.left.right, ast.Pow(), n.right))),
+               f"`{_text(powered)}` in place of `{_text(node)}`",
+               f"`{_text(node)}` divides by `{_text(node.left.right)}` and then multiplies by `{_text(node.right)}`; the "
+               f"formula divides by `{_text(node.left.right)}` raised to the power `{_text(node.right)}`.")
 
 def _regroup(i, node, fdef):
     """Parentheses left out or put around the wrong terms: `t ** -3 / 2` for `t ** (-3 / 2)`,
@@ -259,3 +274,5 @@ def _term_outside_call(i, node, fdef):
 ARITHMETIC_KINDS = [_product_for_sum, _double_for_square, _product_for_power, _python_operators, _regroup, _narrow_call, _names_exchanged, *FACTOR_KINDS,
                     _power_of_reduction, _term_outside_call]
 SHIFT_KINDS = [_shifted_once]  # tried with everywhere.py's: one change at every place of a line
+EXPONENT_KINDS = [_factor_for_exponent]  # tried early: few places have its pattern, and a long function's
+# other edits would use up the repair's count before it

@@ -1,5 +1,7 @@
 """The repair's edits of a call (tried in edits.py's order, which lists them): np.dot for @, .T of a batched array,
-`.T` dropped from weights used as stored, a product moved into the call it follows (`split_heads(x @ W, h)`), one function for its pair (sin for cos, max for min, mean for sum), np.maximum for a np.max given two values, an ascending sort, and a call that is a step
+`.T` dropped from weights used as stored, a product moved into the call it follows (`split_heads(x @ W, h)`), a call moved onto the first operand of the sum it wraps (`gelu(h) @ W2 + b2`), a mean of masked values
+taken over the mask's count (`(loss * real).sum() / real.sum()`), shapes compared where entries are counted
+(`numel()` against `.size`), one function for its pair (sin for cos, max for min, mean for sum), np.maximum for a np.max given two values, an ascending sort, and a call that is a step
 too many (a swap of axes a helper makes itself, a squeeze of an axis the result keeps). Same contract as
 edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
@@ -72,6 +74,106 @@ def _product_before_the_call(i, node, fdef):
                f"`@ {_text(node.right)}` is applied to what `{_text(call.func)}` returns; the formula applies it to "
                f"what `{_text(call.func)}` takes: the product first, on the whole width, then the call (project, "
                "then split into heads).")
+
+
+
+def _masked_mean(call):
+    """(the product, the mask's name) of `(per_token * real).mean()` or `np.mean(per_token * real)`: a mean of a
+    product with a named factor and no axis, else None."""
+    if not isinstance(call, ast.Call) or _callee(call) != "mean" or call.keywords:
+        return None
+    method = isinstance(call.func, ast.Attribute) and not call.args and not (
+        isinstance(call.func.value, ast.Name) and call.func.value.id in ("np", "numpy", "torch"))
+    product = call.func.value if method else call.args[0] if len(call.args) == 1 else None
+    if not (isinstance(product, ast.BinOp) and isinstance(product.op, ast.Mult)):
+        return None
+    mask = next((side for side in (product.right, product.left) if isinstance(side, ast.Name)), None)
+    return (product, mask.id) if mask is not None else None
+
+
+def _mean_over_the_mask(i, node, fdef):
+    """`(per_token * real).mean()` for `(per_token * real).sum() / real.sum()`: the masked positions zeroed, then a
+    mean over every position, where the mean is over the positions the mask keeps."""
+    found = _masked_mean(node)
+    if found is None:
+        return
+    product, mask = found
+
+    def apply(n, tree):
+        kept, name = _masked_mean(n)
+        total = ast.Call(ast.Attribute(kept, "sum", ast.Load()), [], [])
+        count = ast.Call(ast.Attribute(ast.Name(name, ast.Load()), "sum", ast.Load()), [], [])
+        parent = _parent(tree, n)
+        return parent is not None and _replace_child(parent, n, ast.BinOp(total, ast.Div(), count))
+    yield Edit(i, "masked_mean", apply, f"`({_text(product)}).sum() / {mask}.sum()` in place of `{_text(node)}`",
+               f"`{_text(node)}` divides by every position, the ones `{mask}` zeroes too; the mean is over the "
+               f"positions `{mask}` keeps: their sum divided by how many there are, `{mask}.sum()`.")
+
+
+def _counted(side):
+    """The array whose entries `side` counts (`t.numel()`, `a.size`, `np.size(a)`), else None."""
+    if isinstance(side, ast.Call) and isinstance(side.func, ast.Attribute) and side.func.attr == "numel" \
+            and not side.args:
+        return side.func.value
+    if isinstance(side, ast.Attribute) and side.attr == "size":
+        return side.value
+    if isinstance(side, ast.Call) and _callee(side) == "size" and len(side.args) == 1 and not side.keywords:
+        return side.args[0]
+    return None
+
+
+def _count_for_shape(i, node, fdef):
+    """`own.numel() != value.size` where the shapes are compared: `tuple(own.shape) != tuple(value.shape)` (a
+    (12, 8) array has as many entries as an (8, 12) parameter)."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq))):
+        return
+    left, right = _counted(node.left), _counted(node.comparators[0])
+    if left is None or right is None:
+        return
+
+    def shape(array):
+        return ast.Call(ast.Name("tuple", ast.Load()), [ast.Attribute(array, "shape", ast.Load())], [])
+
+    def apply(n, tree):
+        a, b = _counted(n.left), _counted(n.comparators[0])
+        n.left, n.comparators = shape(a), [shape(b)]
+        return True
+    op = "!=" if isinstance(node.ops[0], ast.NotEq) else "=="
+    yield Edit(i, "count_for_shape", apply,
+               f"`tuple({_text(left)}.shape) {op} tuple({_text(right)}.shape)` in place of `{_text(node)}`",
+               f"`{_text(node)}` compares how many entries each has, and an array with its axes the other way "
+               "round has as many as the right one: compare the shapes.")
+
+_SPINE = (ast.Add, ast.Sub, ast.MatMult, ast.Mult)
+
+
+def _call_on_the_operand(i, node, fdef):
+    """`gelu(h) @ W2 + b2` for `gelu(h @ W2 + b2)`: a one-argument call applied to a whole sum or product whose
+    first operand is what the formula applies it to (an activation put after the layer it belongs inside)."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
+            and isinstance(node.func, (ast.Name, ast.Attribute)) and isinstance(node.args[0], ast.BinOp)
+            and isinstance(node.args[0].op, _SPINE)):
+        return
+    depth, inner = 0, node.args[0]
+    while isinstance(inner, ast.BinOp) and isinstance(inner.op, _SPINE):
+        depth, inner = depth + 1, inner.left
+        operand = inner
+
+        def apply(n, tree, depth=depth):
+            whole = n.args[0]
+            holder = whole
+            for _ in range(depth - 1):
+                holder = holder.left
+            holder.left = ast.Call(n.func, [holder.left], [])
+            parent = _parent(tree, n)
+            return parent is not None and _replace_child(parent, n, whole)
+        name, whole, first = _text(node.func), _text(node.args[0]), _text(operand)
+        if not whole.startswith(first):  # a parenthesised first operand: said by the copy's own text
+            continue
+        rest = whole[len(first):].strip()
+        yield Edit(i, "call_on_operand", apply, f"`{name}({first}) {rest}` in place of `{_text(node)}`",
+                   f"`{name}` is applied to the whole of `{whole}`; the formula applies it to `{first}` alone, "
+                   f"before `{rest}`.")
 
 
 def _pair(i, node, fdef):

@@ -117,15 +117,20 @@ def _axis_for_flattening(i, node, fdef):
 
 
 def _tensordot_axes(node):
-    """(the axes node, its ints in order) of `np.tensordot(a, b, axes=([1], [1]))` (or dims= in torch), else None."""
+    """(the axes node, its ints in order) of `np.tensordot(a, b, axes=([1], [1]))` or `axes=(1, 1)` (dims= in
+    torch), else None."""
     if not (isinstance(node, ast.Call) and _callee(node) == "tensordot"):
         return None
     axes = next((k.value for k in node.keywords if k.arg in ("axes", "dims")), node.args[2] if len(node.args) > 2 else None)
-    if not isinstance(axes, (ast.Tuple, ast.List)) or len(axes.elts) != 2 \
-            or not all(isinstance(side, (ast.Tuple, ast.List)) for side in axes.elts):
+    if not isinstance(axes, (ast.Tuple, ast.List)) or len(axes.elts) != 2:
         return None
-    values = [_const_int(v) for side in axes.elts for v in side.elts]
+    values = [_const_int(v) for side in axes.elts for v in _side(side)]
     return (axes, values) if values and None not in values else None
+
+
+def _side(side):
+    """The axes of one side of tensordot's `axes`: a list's or tuple's, or the one int written alone."""
+    return side.elts if isinstance(side, (ast.Tuple, ast.List)) else [side]
 
 
 def _tensordot_from_the_end(i, node, fdef):
@@ -141,14 +146,19 @@ def _tensordot_from_the_end(i, node, fdef):
 
         def apply(n, tree, k=k):
             sides = _tensordot_axes(n)[0].elts
-            first = len(sides[0].elts)
-            side, at = (sides[0], k) if k < first else (sides[1], k - first)
-            side.elts[at] = _int_node(-1)
+            first = len(_side(sides[0]))
+            j, at = (0, k) if k < first else (1, k - first)
+            if isinstance(sides[j], (ast.Tuple, ast.List)):
+                sides[j].elts[at] = _int_node(-1)
+            else:
+                sides[j] = _int_node(-1)
             return True
-        edited = [list(_const_int(v) for v in side.elts) for side in axes.elts]
+        edited = [[_const_int(v) for v in _side(side)] for side in axes.elts]
         first = len(edited[0])
         edited[0 if k < first else 1][k if k < first else k - first] = -1
-        yield Edit(i, "axis", apply, f"axes=({edited[0]}, {edited[1]}) in place of `{_text(axes)}` in `{_text(node)}`",
+        shown = [side if isinstance(node_side, (ast.Tuple, ast.List)) else side[0]
+                 for side, node_side in zip(edited, axes.elts)]
+        yield Edit(i, "axis", apply, f"axes=({shown[0]}, {shown[1]}) in place of `{_text(axes)}` in `{_text(node)}`",
                    f"axis {old} counted from the front is the features' axis only when no batch axis comes first; "
                    "-1, the last axis, is the features' axis whatever leading axes there are.")
 

@@ -1,5 +1,6 @@
 """The repair's edits of a factor in the wrong place (tried with arithmetic.py's): a factor outside a sum that
-belongs inside it (`np.sum(dout, ...) * p` for `np.sum(dout * p, ...)`), a factor one return has and the other
+belongs inside it (`np.sum(dout, ...) * p` for `np.sum(dout * p, ...)`, or through a name, `inner * p` with
+`inner = np.sum(dout, ...)`), a factor one return has and the other
 lacks (a warm-up and a decay), and a factor one operand of a min (max) has and the other lacks
 (`min(decay, factor * warm)`). Same contract as edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
@@ -34,6 +35,51 @@ def _factor_outside_sum(i, node, fdef):
                        f"`{_text(other)}` multiplies the sum, where the formula sums the products: each term is "
                        f"multiplied by its own `{_text(other)}` before the sum.")
 
+
+
+def _sum_assigned(fdef, name, lineno):
+    """The one assignment `name = np.sum(array, ...)` (or a mean) of the function, before `lineno`, else None."""
+    stores = [s for s in ast.walk(fdef) if isinstance(s, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(s) if isinstance(t, ast.Name)
+                      and isinstance(t.ctx, ast.Store))]
+    if len(stores) != 1 or stores[0].lineno >= lineno or len(stores[0].targets) != 1:
+        return None
+    value = stores[0].value
+    return stores[0] if isinstance(value, ast.Call) and _callee(value) in _SUMS and _reduced(value) is not None \
+        else None
+
+
+def _factor_outside_named_sum(i, node, fdef):
+    """`inner * p` with `inner = np.sum(dout, ...)` on a line before: the factor outside a sum kept in a name, where
+    the formula sums the products (`np.sum(dout * p, ...)`)."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+        return
+    for named, other in ((node.left, node.right), (node.right, node.left)):
+        if not (isinstance(named, ast.Name) and isinstance(other, (ast.Name, ast.Attribute))):
+            continue
+        made = _sum_assigned(fdef, named.id, node.lineno)
+        if made is None:
+            continue
+
+        def apply(n, tree, left=named is node.left, line=made.lineno):
+            kept, factor = (n.left, n.right) if left else (n.right, n.left)
+            stmt = next((s for s in ast.walk(tree) if isinstance(s, ast.Assign) and s.lineno == line), None)
+            if stmt is None:
+                return False
+            call = stmt.value
+            array = _reduced(call)
+            product = ast.BinOp(array, ast.Mult(), factor)
+            if call.args and call.args[0] is array:
+                call.args[0] = product
+            else:
+                call.func.value = product
+            parent = _parent(tree, n)
+            return parent is not None and _replace_child(parent, n, kept)
+        yield Edit(i, "factor_outside_sum", apply,
+                   f"the sum of `{_text(_reduced(made.value))} * {_text(other)}` on line {made.lineno}, and "
+                   f"`{named.id}` in place of `{_text(node)}`",
+                   f"`{_text(other)}` multiplies `{named.id}`, the sum made on line {made.lineno}, where the formula "
+                   f"sums the products: each term is multiplied by its own `{_text(other)}` before the sum.")
 
 def _factor_in_one_branch(i, node, fdef):
     """Two returns of the function (a warm-up and a decay), one with a factor (`d_model ** -0.5`) the other lacks."""
@@ -93,4 +139,4 @@ def _factor_in_one_operand(i, node, fdef):
                            f"result of the `{_callee(call)}`).", line)
 
 
-FACTOR_KINDS = [_factor_outside_sum, _factor_in_one_branch, _factor_in_one_operand]
+FACTOR_KINDS = [_factor_outside_sum, _factor_outside_named_sum, _factor_in_one_branch, _factor_in_one_operand]

@@ -7,7 +7,8 @@ order. The first that names one wins; none of them changes the score.
 2. an output whose shape says that pieces were joined along the wrong axis (shapes.joined): the repair,
    else that, before anything that reads the output's values (rows summing to 3 are that slip's effect);
    otherwise what the returned value alone says (results.RESULT_PROBES: the right results in another
-   order, the right numbers in another shape, an integer array where the answer has fractions), then a
+   order, the right numbers in another shape, an integer array where the answer has fractions; loop_results.LOOP_RESULT_PROBES: a loop's last pass
+   returned where every pass's value belongs), then a
    setting lost on its way in (settings.SETTING_PROBES: `if pad_id:` where pad_id is 0, a notebook's `PAD`
    where the case gives model.config.pad_id), then the exercise's own probes, in the order it declares them (exact variants first, properties last), with a
    helper's list default that earlier calls fill (defaults.DEFAULT_PROBES), a
@@ -39,6 +40,7 @@ from .base import NO_PROBES, Finding
 from .failed_lines import FAILED_LINE_PROBES
 from .flattening import FLATTENING_PROBES
 from .library_errors import LIBRARY_ERROR_PROBES
+from .loop_results import LOOP_RESULT_PROBES
 from .masking import MASKING_PROBES
 from .repair import Repair
 from .results import RESULT_PROBES
@@ -59,7 +61,7 @@ def find_slip(probes, attempt):
     wrong_axis = _joined(attempt)
     if wrong_axis is not None:
         return REPAIR.safe_find(attempt, probes) or wrong_axis
-    for probe in RESULT_PROBES:
+    for probe in [*RESULT_PROBES, *LOOP_RESULT_PROBES]:
         finding = probe.safe_find(attempt, probes)
         if finding is not None:
             return REPAIR.safe_find(attempt, probes) or finding if finding.weak else finding

@@ -15,7 +15,7 @@ import re
 from .base import Probe, quiet
 from .call_edits import _ELEMENTWISE, two_value_reduction
 from .nodes import function_of
-from .failing import _failed, failed_nodes, failing_line
+from .failing import NO_VALUE, _failed, failed_nodes, failing_line, value_in_frame
 from .shapes import _resolve
 
 
@@ -215,22 +215,6 @@ class ReductionOfTwoValues(Probe):
         return None
 
 
-_PLAIN = (ast.Name, ast.Attribute, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load, ast.operator, ast.unaryop)
-
-
-def _value_of(node, frame):
-    """The value of an argument made of names, attributes, numbers and arithmetic (`x + attn`), in the frame;
-    _NONE where it calls anything or fails."""
-    if not all(isinstance(n, _PLAIN) for n in ast.walk(node)):
-        return _NONE
-    try:
-        with quiet():
-            return eval(compile(ast.Expression(node), "<argument>", "eval"), dict(frame.f_globals), dict(frame.f_locals))
-    except Exception:
-        return _NONE
-
-
-_NONE = object()
 
 
 class ArgumentsSwapped(Probe):
@@ -245,10 +229,10 @@ class ArgumentsSwapped(Probe):
         for node in ast.walk(found[2]) if found is not None else ():
             if not (isinstance(node, ast.Call) and 2 <= len(node.args) <= 4 and not node.keywords):
                 continue
-            function = _value_of(node.func, found[0])
-            values = [_value_of(a, found[0]) for a in node.args]
+            function = value_in_frame(node.func, found[0])
+            values = [value_in_frame(a, found[0]) for a in node.args]
             if not inspect.isfunction(function) or function.__code__ is found[0].f_code \
-                    or any(v is _NONE for v in values):
+                    or any(v is NO_VALUE for v in values):
                 continue
             for i, j in itertools.combinations(range(len(values)), 2):
                 swapped = list(values)

@@ -10,6 +10,7 @@ code; `why` says why that is the usual slip.
 
 import ast
 import inspect
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -157,3 +158,13 @@ def function_of(frame):
         return None
     ast.increment_lineno(module, max(start, 1) - 1)
     return module
+
+
+_NUMBERED = re.compile(r"^(.*?)(\d)(.*)$")
+
+
+def numbered_siblings(name):
+    """The names alike with another digit 1-3 in the place of its digit (`norm1_gamma`, `norm3_gamma` for
+    `norm2_gamma`); [] for a name without one."""
+    match = _NUMBERED.match(name)
+    return [f"{match.group(1)}{d}{match.group(3)}" for d in "123" if d != match.group(2)] if match else []

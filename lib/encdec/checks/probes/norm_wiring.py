@@ -1,14 +1,17 @@
 """The repair's edits of where a block's norms sit (listed with wiring.py's kinds, tried first): the residual left
 out inside a post-norm's norm (`x = rms_norm(a, g)` for `x = rms_norm(x + a, g)`), a norm around every sublayer's
 input where the formula gives each the stream itself, and the stream read where its norm, made just before, belongs
-(`attend(x, K, V)` after `a = rms_norm(x, g)`, where the keys came from `a`). Same contract as edits.py: each
+(`attend(x, K, V)` after `a = rms_norm(x, g)`, where the keys came from `a`), and a norm read after its stream
+moved on (`cross_attn(h, ...)` with `h` the norm of `x` before `x = x + sa_out`: the norm made again, with the gain
+the code never reads). Same contract as edits.py: each
 kind yields Edit(index, kind, apply, said, why).
 """
 
 import ast
+import copy
 
 from .moves import _arrays_before
-from .nodes import Edit, _text
+from .nodes import Edit, _text, numbered_siblings
 
 
 def _normed_alone(node, fdef):
@@ -113,3 +116,122 @@ def _stream_where_its_norm_belongs(i, node, fdef):
                    f"`{_text(node)}` reads the stream `{arg.id}` where its norm `{name}` (line {stmt.lineno}: "
                    f"`{_text(stmt)}`) belongs: in a pre-norm block every input of the sublayer, its queries too, "
                    "comes from the norm of the stream.")
+
+
+def _stale_norms(fdef, call):
+    """{name: (stream now, statement)} of the norms `name = ...norm(stream, g)` made before `call` whose stream moved
+    on after them (`x = x + a`, or `out = x + a`), `name` not assigned again: `name` is the norm of the stream
+    as it was, and `stream now` the name that holds it as it is."""
+    found, moved = {}, {}
+    for stmt in sorted((s for s in ast.walk(fdef) if isinstance(s, ast.Assign)), key=lambda s: s.lineno):
+        if stmt.lineno >= call.lineno:
+            break
+        names = {t.id for target in stmt.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+        found = {k: v for k, v in found.items() if k not in names}
+        value = stmt.value
+        added = {_text(side) for side in (value.left, value.right)} \
+            if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) else set()
+        for k, (stream, _) in found.items():
+            now = moved.get(k, stream)
+            if now in names or (now in added and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                moved[k] = stmt.targets[0].id if now in added and isinstance(stmt.targets[0], ast.Name) else now
+        if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and isinstance(value, ast.Call) \
+                and "norm" in _text(value.func).split(".")[-1] and len(value.args) >= 2 \
+                and isinstance(value.args[0], ast.Name):
+            found[stmt.targets[0].id] = (value.args[0].id, stmt)
+            moved.pop(stmt.targets[0].id, None)
+    return {k: (moved[k], stmt) for k, (_, stmt) in found.items() if k in moved}
+
+
+def _gains_for_a_new_norm(norm, fdef):
+    """The gains a norm made again may take: the numbered siblings of the stale norm's gain that the code never
+    reads (`norm2_gamma` beside `norm1_gamma` and `norm3_gamma`), else that gain itself."""
+    gain = norm.args[1]
+    read = {a.attr for a in ast.walk(fdef) if isinstance(a, ast.Attribute)}
+    unread = [other for other in numbered_siblings(gain.attr) if other not in read] \
+        if isinstance(gain, ast.Attribute) else []
+    return [ast.Attribute(gain.value, other, ast.Load()) for other in unread] or [gain]
+
+
+def _stale_norm(i, node, fdef):
+    """`self.cross_attn(h, ...)` with `h = rms_norm(x, g1)` made before `x = x + sa_out`: a sublayer given the norm
+    of the stream as it was before an earlier sublayer's output was added; the norm made again just before it."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return
+    stale = _stale_norms(fdef, node)
+    for arg in node.args:
+        if not (isinstance(arg, ast.Name) and arg.id in stale):
+            continue
+        stream, made = stale[arg.id]
+        was = made.value.args[0].id
+        rest = "".join(f", {_text(extra)}" for extra in [*made.value.args[2:], *made.value.keywords])
+        for gain in _gains_for_a_new_norm(made.value, fdef):
+            new = ast.parse(f"{arg.id} = {_text(made.value.func)}({stream}, {_text(gain)}{rest})").body[0]
+
+            def apply(n, tree, new=new):
+                for holder in ast.walk(tree):
+                    for field in ("body", "orelse"):
+                        body = getattr(holder, field, None)
+                        if isinstance(body, list):
+                            at = next((k for k, stmt in enumerate(body) if any(x is n for x in ast.walk(stmt))), None)
+                            if at is not None and not any(isinstance(x, (ast.For, ast.While, ast.If, ast.With))
+                                                          and any(y is n for y in ast.walk(x)) for x in body[at:at + 1]):
+                                body.insert(at, copy.deepcopy(new))
+                                return True
+                return False
+            yield Edit(i, "norm_again", apply, f"`{_text(new)}` added before `{_text(node)}`",
+                       f"`{_text(node)}` reads `{arg.id}`, the norm of `{was}` made on line {made.lineno} "
+                       f"(`{_text(made)}`), before an earlier sublayer's output was added to the stream (now "
+                       f"`{stream}`): each sublayer reads the norm of the stream as the sublayers before it left it, "
+                       "made again for it with its own gain.")
+
+
+def _sum_after(fdef, stmt, stream, output):
+    """The statement after `stmt` that adds the sublayer's `output` to `stream` (`x = x + out`), else None."""
+    later = sorted((s for s in ast.walk(fdef) if isinstance(s, ast.Assign) and s.lineno > stmt.lineno),
+                   key=lambda s: s.lineno)
+    for s in later:
+        value = s.value
+        if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and s.targets[0].id == stream \
+                and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) \
+                and {_text(value.left), _text(value.right)} == {stream, output}:
+            return s
+        if any(isinstance(t, ast.Name) and t.id in (stream, output) for t in ast.walk(s) if isinstance(t, ast.Name)
+               and isinstance(t.ctx, ast.Store)):
+            return None
+    return None
+
+
+def _norm_after_the_sum(i, node, fdef):
+    """Post-norm: `out = sublayer(rms_norm(x, g))` then `x = x + out`, where the formula has `out = sublayer(x)`
+    then `x = rms_norm(x + out, g)`: one sublayer written the pre-norm way, its norm moved after the sum."""
+    if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        return
+    target = node.targets[0]
+    output = target.elts[0] if isinstance(target, ast.Tuple) and target.elts else target
+    if not isinstance(output, ast.Name):
+        return
+    for k, arg in enumerate(node.value.args):
+        if not (isinstance(arg, ast.Call) and "norm" in _text(arg.func).split(".")[-1] and len(arg.args) >= 2
+                and isinstance(arg.args[0], ast.Name)):
+            continue
+        stream = arg.args[0].id
+        total = _sum_after(fdef, node, stream, output.id)
+        if total is None:
+            continue
+
+        def apply(n, tree, k=k, lineno=total.lineno):
+            norm = n.value.args[k]
+            later = next((s for s in ast.walk(tree) if isinstance(s, ast.Assign) and s.lineno == lineno), None)
+            if later is None:
+                return False
+            n.value.args[k] = norm.args[0]
+            later.value = ast.Call(norm.func, [later.value, *norm.args[1:]], norm.keywords)
+            return True
+        rest = "".join(f", {_text(a)}" for a in arg.args[1:])
+        yield Edit(i, "norm_after_sum", apply,
+                   f"`{stream}` as the sublayer's input and `{stream} = {_text(arg.func)}({_text(total.value)}{rest})` "
+                   f"on line {total.lineno}",
+                   f"`{_text(arg)}` normalises the sublayer's input, the pre-norm way; the post-norm block gives the "
+                   f"sublayer `{stream}` itself and normalises the residual sum after it: `{stream} = "
+                   f"{_text(arg.func)}({_text(total.value)}{rest})`.")

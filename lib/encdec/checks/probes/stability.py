@@ -15,7 +15,7 @@ import ast
 import numpy as np
 
 from .base import Probe, _arrays
-from .failing import failing_line
+from .failing import NO_VALUE, failing_line, value_in_frame
 from .repair import answer_function
 
 
@@ -77,6 +77,15 @@ def _exp_calls(tree):
     return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] == "exp"]
 
 
+def _too_large(call, frame):
+    """True when the exp call's argument, read in the failing frame, holds a number whose exp overflows."""
+    value = value_in_frame(call.args[0], frame) if call.args else NO_VALUE
+    try:
+        return value is not NO_VALUE and bool(np.nanmax(np.asarray(value, dtype=float)) > np.log(np.finfo(float).max))
+    except (TypeError, ValueError):
+        return False
+
+
 class ExpOverflow(Probe):
     """probe:exp_overflow: np.exp of an argument not shifted by its maximum overflows to inf."""
 
@@ -94,6 +103,7 @@ class ExpOverflow(Probe):
         calls = _exp_calls(found[2]) if found is not None else []
         if not calls:
             return None
+        calls.sort(key=lambda call: not _too_large(call, found[0]))  # the exp that overflows, of two on the line
         line = found[1].strip()
         fdef = answer_function(attempt.student)
         same = [n for n in _exp_calls(fdef) if ast.unparse(n) == ast.unparse(calls[0])] if fdef is not None else []

@@ -10,11 +10,10 @@ statement (`b.self_attn.W_k` where `b.cross_attn.W_k` belongs). Where the norms 
 """
 
 import ast
-import re
 
 from .moves import _arrays_before
-from .nodes import Edit, _parent, _replace_child, _text
-from .norm_wiring import _residual_inside, _stream_where_its_norm_belongs, _unwrap_each_argument
+from .nodes import Edit, _parent, _replace_child, _text, numbered_siblings
+from .norm_wiring import _norm_after_the_sum, _residual_inside, _stale_norm, _stream_where_its_norm_belongs, _unwrap_each_argument
 
 
 def _reads(node, name):
@@ -141,7 +140,6 @@ def _outer_call_after_loop(i, node, fdef):
                        "on the last pass's.", last.lineno)
 
 
-_SIBLING = re.compile(r"^(.*?)(\d)(.*)$")
 _PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
 
 
@@ -151,9 +149,7 @@ def _sibling_attribute(i, node, fdef):
     if not isinstance(node, ast.Attribute) or not isinstance(node.ctx, ast.Load):
         return
     name = node.attr
-    match = _SIBLING.match(name)
-    others = [f"{match.group(1)}{d}{match.group(3)}" for d in "123" if d != match.group(2)] if match else \
-        [p for p in _PROJECTIONS if p != name] if name in _PROJECTIONS else []
+    others = numbered_siblings(name) or ([p for p in _PROJECTIONS if p != name] if name in _PROJECTIONS else [])
     read = {a.attr for a in ast.walk(fdef) if isinstance(a, ast.Attribute)}
     for other in [o for o in others if o not in read]:  # a sibling the code reads elsewhere is not the one
         def apply(n, tree, other=other):
@@ -224,5 +220,5 @@ def _made_again(i, node, fdef):
                found[0].lineno)
 
 
-WIRING_KINDS = [_made_again, _residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _sibling_attribute, _other_sublayer,
-                _unwrap_each_argument, _stream_where_its_norm_belongs]
+WIRING_KINDS = [_stale_norm, _made_again, _residual, _residual_inside, _stream_not_updated, _factor_outside_call, _outer_call_after_loop, _sibling_attribute, _other_sublayer,
+                _unwrap_each_argument, _stream_where_its_norm_belongs, _norm_after_the_sum]
