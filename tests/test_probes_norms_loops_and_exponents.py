@@ -282,3 +282,109 @@ def test_a_shape_check_that_counts_entries_is_told_to_compare_shapes(no_catalog,
     assert score < exercise.points
     assert "With `tuple(own[name].shape) != tuple(value.shape)` in place of `own[name].numel() != value.size`" \
         in text, text
+
+
+# -- found on batch ai, after it was measured -------------------------------------------------------------------------
+def warmup_schedule_ramp_to_one_before_the_peak(step, d_model, warmup_steps, factor=1.0):
+    scale = factor * d_model ** -0.5
+    if step < warmup_steps:
+        return scale * step / warmup_steps
+    return scale * step ** -0.5
+
+
+def test_a_ramp_to_one_that_stops_before_the_peak_is_named(no_catalog, time_enough):
+    """`step < warmup_steps` where the formula's min meets its decay at the peak: the if's other convention."""
+    no_catalog("warmup_schedule")
+    score, text = feedback(lesson08.check_warmup_schedule, warmup_schedule_ramp_to_one_before_the_peak)
+    assert score == 0.0
+    assert "the warm-up branch (step < warmup_steps) is step / warmup_steps" in text.lower(), text
+
+
+def decode_step_query_from_the_stream(model, tokens, cache):
+    t = cache.length
+    x = model.embed(np.asarray(tokens)[..., None], offset=t)
+    eps = model.config.eps
+    for i, block in enumerate(model.decoder):
+        K_row, V_row = block.self_attn.project_kv(rms_norm(x, block.norm1_gamma, eps))
+        K_all, V_all = cache.append(i, K_row, V_row)
+        x = x + block.self_attn.attend(x, K_all, V_all)[0]
+        q = rms_norm(x, block.norm2_gamma, eps)
+        x = x + block.cross_attn.attend(q, cache.cross_k[i], cache.cross_v[i], mask=cache.src_mask)[0]
+        x = x + block.ffn(rms_norm(x, block.norm3_gamma, eps))
+    cache.length = t + 1
+    logits = rms_norm(x, model.decoder_norm_gamma, eps) @ model.embedding.T
+    return logits[..., -1, :]
+
+
+def test_a_query_from_the_stream_where_an_inline_norm_belongs_is_named(no_catalog, time_enough):
+    """The norm written inline, as the keys' argument, not kept in a name: the query is given that norm too."""
+    no_catalog("decode_step")
+    score, text = feedback(lesson09.check_decode_step, decode_step_query_from_the_stream)
+    assert score < _points(lesson09, "9.4")
+    assert "With `rms_norm(x, block.norm1_gamma, eps)` in place of `x` in `block.self_attn.attend(x, K_all, V_all)`" \
+        in text, text
+
+
+def beam_search_rank_off_by_one(model, src, bos_id, eos_id, beam_width, max_len, alpha=1.0):
+    H_enc, src_mask = model.encode(src[None])
+    beams, done = [([], 0.0)], []
+    for step in range(max_len):
+        tgt_in = np.array([[bos_id] + toks for toks, _ in beams])
+        logits = model.decode(tgt_in, H_enc, src_mask)[:, -1].copy()
+        logits[:, model.config.pad_id] = -np.inf
+        logits[:, bos_id] = -np.inf
+        scores = np.array([s for _, s in beams])[:, None] + log_softmax(logits)
+        V = scores.shape[1]
+        candidates = sorted(((scores[b, v], b, v) for b in range(len(beams)) for v in range(V)
+                             if np.isfinite(scores[b, v])), key=lambda c: -c[0])
+        next_beams = []
+        for rank, (s, b, v) in enumerate(candidates):
+            if len(next_beams) == beam_width:
+                break
+            if v == eos_id:
+                if rank <= beam_width:
+                    done.append((beams[b][0] + [v], float(s)))
+                continue
+            next_beams.append((beams[b][0] + [v], float(s)))
+        beams = next_beams
+        if len(done) >= beam_width or not beams:
+            break
+    norm = lambda h: h[1] / len(h[0]) ** alpha  # noqa: E731
+    ranked = sorted(done, key=norm, reverse=True)[:beam_width]
+    ranked += sorted(beams, key=norm, reverse=True)[: beam_width - len(ranked)]
+    return [(np.array(toks), norm((toks, s))) for toks, s in ranked]
+
+
+def test_an_eos_rank_test_off_by_one_is_quoted_before_the_knob_it_looks_like(no_catalog, time_enough):
+    """`rank <= beam_width` gives, on one case, what EOS kept at any rank gives: that knob is weak, and the
+    repair, which quotes the line, speaks first."""
+    no_catalog("beam_search")
+    score, text = feedback(lesson09.check_beam_search, beam_search_rank_off_by_one)
+    assert score < _points(lesson09, "9.3")
+    assert "`<` in place of `<=` in `rank <= beam_width`" in text, text
+    assert "kept as finished whatever its rank" not in text, text
+
+
+def exact_match_slicing_the_prediction(model, src, tgt, bos_id, eos_id, max_len):
+    pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+    m = tgt.shape[1]
+    rows_equal = (pred[:, :m] == tgt).all(dim=1)
+    return rows_equal.double().mean().item()
+
+
+def exact_match_cut_to_the_targets(model, src, tgt, bos_id, eos_id, max_len):
+    pred = model.greedy_decode(src, bos_id, eos_id, max_len)
+    pred = pred[:, : tgt.shape[1]]
+    rows_ok = ((pred == tgt) | (tgt == model.config.pad_id)).all(dim=1)
+    return rows_ok.float().mean().item()
+
+
+def test_a_short_prediction_sliced_where_it_must_be_padded_is_named(no_catalog, time_enough):
+    """The slice written in the failing line, or kept in a name with its bound an expression (`tgt.shape[1]`)."""
+    no_catalog("exact_match")
+    exercise = next(e for e in L.EXERCISES if e.number == "10.5")
+    for answer, sliced in ((exact_match_slicing_the_prediction, "`pred[:, :m]` cuts `pred` to at most"),
+                           (exact_match_cut_to_the_targets, "`pred = pred[:, :tgt.shape[1]]` (line")):
+        score, text = feedback(exercise.checker, answer)
+        assert score < exercise.points
+        assert sliced in text and "a slice never makes an array longer" in text, text

@@ -50,11 +50,12 @@ def _schedule_model(k, steps, d_model, warmup_steps, factor=None):
         if s <= 0:
             raise ValueError("step 0")
         power = k.get("warm_power", -1.5)
-        branch = isinstance(power, tuple)  # ("if", p): the ramp while step <= warmup_steps, then the decay
+        branch = isinstance(power, tuple)  # ("if", p): the ramp while step <= warmup_steps, then the decay ("if<": <)
         decay = k.get("decay", -0.5)
         a = warmup_steps ** -0.5 if decay == "flat" else s ** decay  # "flat": the peak kept after the warm-up
         b = s * warmup_steps ** (power[1] if branch else power)
-        picked = (b if s <= warmup_steps else a) if branch else min(a, b) if k.get("pick", "min") == "min" else max(a, b)
+        warm = branch and (s < warmup_steps if power[0] == "if<" else s <= warmup_steps)
+        picked = (b if warm else a) if branch else min(a, b) if k.get("pick", "min") == "min" else max(a, b)
         out.append(f * d_model ** k.get("d_power", -0.5) * warmup_steps ** k.get("peak_power", 0.0) * picked)
     return np.array(out) * k.get("factor_scale", 1.0)
 
@@ -66,7 +67,10 @@ _SCHEDULE_CHOICES = [
                     (-0.5, "ramp_warmup_half", "the ramp uses warmup_steps^-0.5 instead of warmup_steps^-1.5"),
                     (("if", -1.0), "ramp_to_one", "the warm-up branch (step <= warmup_steps) is step / warmup_steps, a "
                      "ramp up to 1 times the other factors, where the formula has step * warmup_steps^-1.5, which "
-                     "meets step^-0.5 at step = warmup_steps: your rate jumps there")]),
+                     "meets step^-0.5 at step = warmup_steps: your rate jumps there"),
+                    (("if<", -1.0), "ramp_to_one_before_peak", "the warm-up branch (step < warmup_steps) is step / warmup_steps, a "
+                     "ramp up to 1 times the other factors, where the formula has step * warmup_steps^-1.5, which "
+                     "meets step^-0.5 at step = warmup_steps: your rate jumps down there")]),
     ("decay", [(-0.5, "", ""), (-1.0, "decay_one_over_step", "the decay is 1/step, not 1/sqrt(step)"),
                ("flat", "no_decay", "after the warm-up the rate stays at its peak: the decay, step^-0.5, is missing "
                 "(min(step, warmup_steps) alone stops the ramp but never decays)")]),

@@ -6,7 +6,6 @@ import ast
 import linecache
 import traceback
 
-from .base import quiet
 from .shapes import _parsed, _student_frame
 
 
@@ -40,19 +39,3 @@ def failed_nodes(attempt, kinds, words):
         frame, line, tree = found
         for node in ast.walk(tree):
             yield frame, line, node
-
-
-_PLAIN = (ast.Name, ast.Attribute, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load, ast.operator, ast.unaryop)
-NO_VALUE = object()
-
-
-def value_in_frame(node, frame):
-    """The value of an expression made of names, attributes, numbers and arithmetic (`x + attn`) in the failing
-    frame; NO_VALUE where it calls anything or fails."""
-    if not all(isinstance(n, _PLAIN) for n in ast.walk(node)):
-        return NO_VALUE
-    try:
-        with quiet():
-            return eval(compile(ast.Expression(node), "<argument>", "eval"), dict(frame.f_globals), dict(frame.f_locals))
-    except Exception:
-        return NO_VALUE

@@ -15,7 +15,8 @@ import re
 from .base import Probe, quiet
 from .call_edits import _ELEMENTWISE, two_value_reduction
 from .nodes import function_of
-from .failing import NO_VALUE, _failed, failed_nodes, failing_line, value_in_frame
+from .failing import _failed, failed_nodes, failing_line
+from .nodes import NO_VALUE, value_in_frame
 from .shapes import _resolve
 
 

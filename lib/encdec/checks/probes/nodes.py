@@ -14,6 +14,8 @@ import re
 import textwrap
 from dataclasses import dataclass
 
+from .base import quiet
+
 _REDUCTIONS = {"sum", "mean", "max", "min", "amax", "amin", "var", "std", "logsumexp", "prod", "all", "any"}
 _JOINS = {"concatenate", "stack", "cat", "hstack", "vstack"}
 _AXIS_WORDS = ("axis", "dim", "axes")
@@ -168,3 +170,20 @@ def numbered_siblings(name):
     `norm2_gamma`); [] for a name without one."""
     match = _NUMBERED.match(name)
     return [f"{match.group(1)}{d}{match.group(3)}" for d in "123" if d != match.group(2)] if match else []
+
+
+_PLAIN = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load, ast.operator,
+          ast.unaryop)
+NO_VALUE = object()
+
+
+def value_in_frame(node, frame):
+    """The value of an expression made of names, attributes, indices, numbers and arithmetic (`x + attn`,
+    `tgt.shape[1]`) in a frame (a failing one); NO_VALUE where it calls anything or fails."""
+    if not all(isinstance(n, _PLAIN) for n in ast.walk(node)):
+        return NO_VALUE
+    try:
+        with quiet():
+            return eval(compile(ast.Expression(node), "<argument>", "eval"), dict(frame.f_globals), dict(frame.f_locals))
+    except Exception:
+        return NO_VALUE

@@ -83,19 +83,29 @@ def _unwrap_each_argument(i, node, fdef):
 
 
 def _normed_before(fdef, call):
-    """{stream: (name, statement)} of the norms `name = ...norm(stream, ...)` made on lines before `call`, the
-    stream not assigned again in between."""
+    """{stream: (the norm, statement)} of the norms of `stream` made on lines before `call`, the stream not assigned
+    again in between: the name of `name = ...norm(stream, ...)`, or the call itself where it is written inline
+    (`project_kv(rms_norm(x, g))`)."""
     found = {}
-    for stmt in sorted((s for s in ast.walk(fdef) if isinstance(s, ast.Assign)), key=lambda s: s.lineno):
+    statements = [s for s in ast.walk(fdef) if isinstance(s, (ast.Assign, ast.Expr))]
+    for stmt in sorted(statements, key=lambda s: s.lineno):
         if stmt.lineno >= call.lineno:
             break
-        for target in [t for t in stmt.targets if isinstance(t, ast.Name)]:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else []
+        for target in [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]:
             found = {k: v for k, v in found.items() if k != target.id}
         value = stmt.value
-        if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) and isinstance(value, ast.Call) \
-                and "norm" in _text(value.func).split(".")[-1] and value.args and isinstance(value.args[0], ast.Name):
-            found[value.args[0].id] = (stmt.targets[0].id, stmt)
+        if len(targets) == 1 and isinstance(targets[0], ast.Name) and _norm_of_a_name(value):
+            found[value.args[0].id] = (targets[0].id, stmt)
+            continue
+        for inline in [n for n in ast.walk(value) if n is not value and _norm_of_a_name(n)]:
+            found.setdefault(inline.args[0].id, (inline, stmt))
     return found
+
+
+def _norm_of_a_name(node):
+    return isinstance(node, ast.Call) and "norm" in _text(node.func).split(".")[-1] and node.args \
+        and isinstance(node.args[0], ast.Name)
 
 
 def _stream_where_its_norm_belongs(i, node, fdef):
@@ -107,15 +117,16 @@ def _stream_where_its_norm_belongs(i, node, fdef):
     for k, arg in enumerate(node.args):
         if not (isinstance(arg, ast.Name) and arg.id in normed):
             continue
-        name, stmt = normed[arg.id]
+        norm, stmt = normed[arg.id]
+        name = norm if isinstance(norm, str) else _text(norm)
 
-        def apply(n, tree, k=k, name=name):
-            n.args[k] = ast.Name(name, ast.Load())
+        def apply(n, tree, k=k, norm=norm):
+            n.args[k] = ast.Name(norm, ast.Load()) if isinstance(norm, str) else copy.deepcopy(norm)
             return True
+        made = f"line {stmt.lineno}: `{_text(stmt)}`" if isinstance(norm, str) else f"made on line {stmt.lineno}"
         yield Edit(i, "stream_for_norm", apply, f"`{name}` in place of `{arg.id}` in `{_text(node)}`",
-                   f"`{_text(node)}` reads the stream `{arg.id}` where its norm `{name}` (line {stmt.lineno}: "
-                   f"`{_text(stmt)}`) belongs: in a pre-norm block every input of the sublayer, its queries too, "
-                   "comes from the norm of the stream.")
+                   f"`{_text(node)}` reads the stream `{arg.id}` where its norm `{name}` ({made}) belongs: in a "
+                   "pre-norm block every input of the sublayer, its queries too, comes from the norm of the stream.")
 
 
 def _stale_norms(fdef, call):

@@ -14,7 +14,7 @@ import ast
 
 import numpy as np
 
-from .nodes import _REDUCTIONS, _axis_slots, _callee, _const_int, _reduced, _text, function_of
+from .nodes import _REDUCTIONS, _axis_slots, _callee, _const_int, _reduced, _text, function_of, value_in_frame
 
 
 def cause(frame, nodes, resolve, sizes):
@@ -78,26 +78,48 @@ def _made_before(node, frame, resolve, kind):
 
 
 def _cut_short(node, frame, resolve):
-    """`name` assigned `...[:, :bound]` in the function, where the array `name` holds is shorter than `bound` along
-    that axis: the slice kept it as it was, and it meets an array of the full length."""
-    array, made = _made_before(node, frame, resolve, ast.Subscript)
-    for stmt in made:
-        items = stmt.value.slice.elts if isinstance(stmt.value.slice, ast.Tuple) else [stmt.value.slice]
-        ellipsis = [k for k, item in enumerate(items) if isinstance(item, ast.Constant) and item.value is Ellipsis]
-        for k, item in enumerate(items):
-            if not (isinstance(item, ast.Slice) and item.lower is None and item.step is None and item.upper is not None):
-                continue
-            bound = _const_int(item.upper)
-            if bound is None and isinstance(item.upper, ast.Name) and type(frame.f_locals.get(item.upper.id)) is int:
-                bound = frame.f_locals[item.upper.id]
-            axis = k - len(items) if ellipsis and ellipsis[0] < k else k
-            if bound is None or bound <= 0 or not -array.ndim <= axis < array.ndim or array.shape[axis] >= bound:
-                continue
-            return "cut_short", (
-                f"`{_text(stmt)}` (line {stmt.lineno}) cuts `{node.id}` to at most {bound} along axis {axis}, but "
-                f"`{node.id}` has only {int(array.shape[axis])} there: a slice never makes an array longer. Where it "
-                f"is shorter (a decoder that stopped early), pad it to {bound} first, with a value that cannot "
-                "match, such as the pad id.")
+    """`name` assigned `...[:, :bound]` in the function, or the slice `x[:, :bound]` itself in the failing line,
+    where the array is shorter than `bound` along that axis: the slice kept it as it was, and it meets an array of
+    the full length."""
+    if isinstance(node, ast.Subscript):  # the slice written in the failing line
+        array = resolve(node.value, frame)
+        found = _short(node, array, frame) if array is not None else None
+        where, name = f"`{_text(node)}`", _text(node.value)
+    else:
+        array, made = _made_before(node, frame, resolve, ast.Subscript)
+        found, where, name = None, "", getattr(node, "id", "")
+        for stmt in made:
+            found = _short(stmt.value, array, frame)
+            if found is not None:
+                where = f"`{_text(stmt)}` (line {stmt.lineno})"
+                break
+    if found is None:
+        return None
+    bound, axis = found
+    return "cut_short", (
+        f"{where} cuts `{name}` to at most {bound} along axis {axis}, but `{name}` has only "
+        f"{int(array.shape[axis])} there: a slice never makes an array longer. Where it is shorter (a decoder that "
+        f"stopped early), pad it to {bound} first, with a value that cannot match, such as the pad id.")
+
+
+def _short(sliced, array, frame):
+    """(bound, axis) of a slice `[:, :bound]` of `sliced` that asks for more than `array` holds on that axis, else
+    None."""
+    items = sliced.slice.elts if isinstance(sliced.slice, ast.Tuple) else [sliced.slice]
+    ellipsis = [k for k, item in enumerate(items) if isinstance(item, ast.Constant) and item.value is Ellipsis]
+    for k, item in enumerate(items):
+        if not (isinstance(item, ast.Slice) and item.lower is None and item.step is None and item.upper is not None):
+            continue
+        bound = _const_int(item.upper)
+        if bound is None:  # a name or an expression of the frame (`m`, `tgt.shape[1]`)
+            value = value_in_frame(item.upper, frame)
+            bound = int(value) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else None
+        axis = k - len(items) if ellipsis and ellipsis[0] < k else k
+        shape = getattr(array, "shape", None)
+        if bound is None or bound <= 0 or shape is None or not -len(shape) <= axis < len(shape) \
+                or shape[axis] >= bound:
+            continue
+        return bound, axis
     return None
 
 

@@ -15,7 +15,8 @@ import ast
 import numpy as np
 
 from .base import Probe, _arrays
-from .failing import NO_VALUE, failing_line, value_in_frame
+from .failing import failing_line
+from .nodes import NO_VALUE, value_in_frame
 from .repair import answer_function
 
 
