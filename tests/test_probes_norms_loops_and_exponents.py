@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import encdec
-from encdec.checks import lesson01, lesson02, lesson03, lesson04, lesson05, lesson07, lesson08, lesson09
+from encdec.checks import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08, lesson09
 from encdec.checks import lesson10 as L
 from encdec.layers import DecoderBlock, EncoderBlock, FeedForward, gelu, rms_norm
 from encdec.loss import log_softmax
@@ -348,3 +348,56 @@ def test_a_short_prediction_sliced_where_it_must_be_padded_is_named(no_catalog, 
         score, text = feedback(exercise.checker, answer)
         assert score < exercise.points
         assert sliced in text and "a slice never makes an array longer" in text, text
+
+
+# -- found on batch aj, after it was measured -------------------------------------------------------------------------
+def shift_right_first_row_overwritten(targets, bos_id):
+    shifted = np.roll(targets, 1, axis=-1)
+    shifted[0] = bos_id
+    return shifted
+
+
+def test_one_index_written_into_the_first_axis_is_moved_to_the_last(no_catalog, time_enough):
+    no_catalog("shift_right")
+    exercise = next(e for e in lesson06.EXERCISES if e.number == "6.1")
+    score, text = feedback(exercise.checker, shift_right_first_row_overwritten)
+    assert score < exercise.points
+    assert "With `shifted[..., 0]` in place of `shifted[0]`" in text, text
+
+
+def warmup_schedule_trailing_comma(step, d_model, warmup_steps, factor=1.0):
+    lr = (factor * d_model ** (-0.5)
+          * min(step ** (-0.5), step * warmup_steps ** (-1.5))),
+    return lr
+
+
+def test_a_trailing_comma_that_makes_a_tuple_is_named(no_catalog, time_enough):
+    no_catalog("warmup_schedule")
+    score, text = feedback(lesson08.check_warmup_schedule, warmup_schedule_trailing_comma)
+    assert score == 0.0
+    assert "the comma at the end makes a tuple of one value" in text, text
+
+
+def torch_train_step_parameters_read_twice(model, optimizer, src, tgt, bos_id, lr, max_norm):
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    tgt_in = torch.cat([torch.full_like(tgt[:, :1], bos_id), tgt[:, :-1]], dim=1)
+    logits = model(src, tgt_in)
+    loss = F.cross_entropy(logits.flatten(0, 1), tgt.flatten(), ignore_index=model.config.pad_id)
+    optimizer.zero_grad()
+    loss.backward()
+    params = model.parameters()
+    grad_norm = torch.sqrt(sum((p.grad ** 2).sum() for p in params))
+    torch.nn.utils.clip_grad_norm_(params, max_norm)
+    optimizer.step()
+    return loss.item(), grad_norm.item()
+
+
+def test_a_parameters_generator_used_up_before_the_clipping_is_named_before_the_catalog(no_catalog, time_enough):
+    """The catalog's entry for a clipping that does not reach the update gives this answer's numbers (nothing is
+    clipped), and says the clip is in the wrong place: the generator read twice is tried first, and named."""
+    exercise = next(e for e in L.EXERCISES if e.number == "10.4")
+    score, text = feedback(exercise.checker, torch_train_step_parameters_read_twice)
+    assert score < exercise.points
+    assert "With `params = list(model.parameters())` in place of `params = model.parameters()`" in text, text
+    assert "the clipping does not reach the update" not in text, text

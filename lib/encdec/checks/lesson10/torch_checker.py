@@ -181,13 +181,14 @@ def _repaired(c, fn, parts):
     return repaired_with(c, fn, right)
 
 
-def repaired_with(c, fn, right):
+def repaired_with(c, fn, right, kinds=None):
     """The repair of `fn` with the check's own test of a copy, `right(candidate)`, within what is left of the
-    check's time for it (and at most OBSERVED_REPAIR_SECONDS), else None."""
+    check's time for it (and at most OBSERVED_REPAIR_SECONDS), else None (`kinds`: only those edits)."""
     left = max(0.0, c.REPAIR_SECONDS - getattr(c, "_repaired", 0.0))
     watch = Stopwatch()
     try:
-        return repair_by(fn, right, c.name, seconds=min(left, OBSERVED_REPAIR_SECONDS)) if left > 0.05 else None
+        return repair_by(fn, right, c.name, seconds=min(left, OBSERVED_REPAIR_SECONDS), kinds=kinds) if left > 0.05 \
+            else None
     finally:
         c._repaired = getattr(c, "_repaired", 0.0) + watch.spent()
 

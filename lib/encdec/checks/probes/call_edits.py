@@ -1,7 +1,7 @@
 """The repair's edits of a call (tried in edits.py's order, which lists them): np.dot for @, .T of a batched array,
 `.T` dropped from weights used as stored, a product moved into the call it follows (`split_heads(x @ W, h)`), a call moved onto the first operand of the sum it wraps (`gelu(h) @ W2 + b2`), a mean of masked values
 taken over the mask's count (`(loss * real).sum() / real.sum()`), shapes compared where entries are counted
-(`numel()` against `.size`), one function for its pair (sin for cos, max for min, mean for sum), np.maximum for a np.max given two values, an ascending sort, and a call that is a step
+(`numel()` against `.size`), a trailing comma that makes a tuple of one value, one function for its pair (sin for cos, max for min, mean for sum), np.maximum for a np.max given two values, an ascending sort, and a call that is a step
 too many (a swap of axes a helper makes itself, a squeeze of an axis the result keeps). Same contract as
 edits.py: each kind yields Edit(index, kind, apply, said, why).
 """
@@ -143,6 +143,20 @@ def _count_for_shape(i, node, fdef):
                f"`tuple({_text(left)}.shape) {op} tuple({_text(right)}.shape)` in place of `{_text(node)}`",
                f"`{_text(node)}` compares how many entries each has, and an array with its axes the other way "
                "round has as many as the right one: compare the shapes.")
+
+
+def _trailing_comma(i, node, fdef):
+    """`lr = (a * b),` or `return x,`: a trailing comma makes a tuple of one value, where the value itself belongs."""
+    if not (isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load) and len(node.elts) == 1
+            and any(isinstance(s, (ast.Assign, ast.Return)) and s.value is node for s in ast.walk(fdef))):
+        return
+
+    def apply(n, tree):
+        parent = _parent(tree, n)
+        return parent is not None and _replace_child(parent, n, n.elts[0])
+    yield Edit(i, "trailing_comma", apply, f"`{_text(node.elts[0])}` in place of `{_text(node)}` (the comma taken out)",
+               "the comma at the end makes a tuple of one value, `(value,)`, where the value itself belongs: take "
+               "the comma out.")
 
 _SPINE = (ast.Add, ast.Sub, ast.MatMult, ast.Mult)
 

@@ -51,8 +51,10 @@ def _generator_read_twice(i, node, fdef):
             and (isinstance(node.value, ast.GeneratorExp) or _one_pass_call(node.value))):
         return
     name = node.targets[0].id
-    passes = [n for n in ast.walk(fdef) if isinstance(n, (ast.For, ast.comprehension))
-              and isinstance(n.iter, ast.Name) and n.iter.id == name]
+    passes = sorted([n.iter.lineno for n in ast.walk(fdef) if isinstance(n, (ast.For, ast.comprehension))
+                     and isinstance(n.iter, ast.Name) and n.iter.id == name]
+                    + [a.lineno for n in ast.walk(fdef) if isinstance(n, ast.Call)  # a call reads it through too
+                       for a in n.args if isinstance(a, ast.Name) and a.id == name])
     if len(passes) < 2:
         return
     if isinstance(node.value, ast.GeneratorExp):
@@ -70,7 +72,7 @@ def _generator_read_twice(i, node, fdef):
     call = _text(node.value)
     yield Edit(i, "generator", wrap, f"`{name} = list({call})` in place of `{name} = {call}`",
                f"`{call}` returns a generator (an iterator), not a list: the first pass over `{name}` (line "
-               f"{passes[0].iter.lineno}) uses it up, and the second (line {passes[1].iter.lineno}) finds nothing. "
+               f"{passes[0]}) uses it up, and the second (line {passes[1]}) finds nothing. "
                "list(...) keeps the items for every pass.")
 
 

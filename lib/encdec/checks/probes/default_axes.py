@@ -1,7 +1,8 @@
 """The repair's edits of an axis left to its default (tried with size_one_axes.py's): a reduction given no axis,
 which runs over the whole array where one axis of each vector is meant (`np.mean(g * x)` for
 `np.mean(g * x, axis=-1, keepdims=True)`), and a slice given one index, which cuts the first axis, the batch
-when a batch comes, where the positions are meant (`H_dec[t:t + 1]` for `H_dec[..., t:t + 1, :]`); an argument
+when a batch comes, where the positions are meant (`H_dec[t:t + 1]` for `H_dec[..., t:t + 1, :]`), and so does one integer index
+written into (`shifted[0] = bos_id` for `shifted[..., 0] = bos_id`); an argument
 sliced with a loop's variable where it is the same at every step (`mask[..., t:t + 1]` for `mask`); and the
 opposite of the first, a count given an axis where the formula counts over the whole batch
 (`keep.sum(axis=-1, keepdims=True)` for `keep.sum()`). Same contract
@@ -76,6 +77,23 @@ def _slice_of_first_axis(i, node, fdef):
                    f"comes; the axis meant is counted from the end, whatever axes lead (`...`).")
 
 
+
+def _index_of_first_axis(i, node, fdef):
+    """`shifted[0] = bos_id`: one integer index picks a row of axis 0, the batch when a batch comes; the column of
+    the last axis (`shifted[..., 0]`) is meant."""
+    if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int
+            and isinstance(node.value, ast.Name)):
+        return
+    if not any(isinstance(s, ast.Assign) and node in s.targets for s in ast.walk(fdef)):
+        return  # written into: a read of one row is as often right as not
+
+    def apply(n, tree):
+        n.slice = ast.Tuple([ast.Constant(Ellipsis), n.slice], ast.Load())
+        return True
+    yield Edit(i, "first_axis", apply, f"`{_text(node.value)}[..., {_text(node.slice)}]` in place of `{_text(node)}`",
+               f"one index, `{_text(node)}`, picks a row of the first axis, which is the batch when a batch comes; "
+               "the position meant is on the last axis, whatever axes lead (`...`).")
+
 def _sliced_by_the_loop(i, node, fdef):
     """`mask[..., t:t + 1]` in a loop over t, where `mask` is a parameter meant whole at every step."""
     params = set(_parameters(fdef))
@@ -96,4 +114,5 @@ def _sliced_by_the_loop(i, node, fdef):
                f"step; it is the same at every step (the docstring says what its axes are): pass `{name}` whole.")
 
 
-DEFAULT_AXIS_KINDS = [_reduction_over_everything, _one_count_per_row, _slice_of_first_axis, _sliced_by_the_loop]
+DEFAULT_AXIS_KINDS = [_reduction_over_everything, _one_count_per_row, _slice_of_first_axis, _index_of_first_axis,
+                      _sliced_by_the_loop]

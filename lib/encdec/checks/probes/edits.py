@@ -12,7 +12,7 @@ they are tried.
 
 import ast
 
-from .call_edits import (_call_on_the_operand, _count_for_shape, _dot, _mean_over_the_mask, _other_swapped, _pair, _product_before_the_call, _sort, _step_too_many, _transpose,
+from .call_edits import (_call_on_the_operand, _count_for_shape, _dot, _mean_over_the_mask, _trailing_comma, _other_swapped, _pair, _product_before_the_call, _sort, _step_too_many, _transpose,
                          _two_values, _untransposed)
 from .nodes import (_REDUCTIONS, Edit, _axis_slots, _axis_values, _callee, _const_int, _inside_unary, _parameters,
                     _int_node, _parent, _reduced, _replace_child, _text, operator_edit)
@@ -324,5 +324,5 @@ def _off_by_one(i, node, fdef):
         yield Edit(i, "off_by_one", apply, f"{new} in place of {k}", said)
 
 
-EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _size_of_another_input, _reshape_for_one_batch_axis, _keepdims, _len, _leading, _as_given, _dot, _transpose, _untransposed, _product_before_the_call, _call_on_the_operand, _mean_over_the_mask, _count_for_shape, _pair, _two_values, _sort,
+EXPRESSION_KINDS = [_floordiv, _compare, _step_too_many, _axis, _shape_axis, _size_of_another_input, _reshape_for_one_batch_axis, _keepdims, _len, _leading, _as_given, _dot, _transpose, _untransposed, _product_before_the_call, _call_on_the_operand, _mean_over_the_mask, _count_for_shape, _trailing_comma, _pair, _two_values, _sort,
                     _flip, _exponent_sign, _and_or, _truthiness, _off_by_one]
