@@ -635,7 +635,7 @@ def test_a_second_slip_behind_a_missing_ban_is_named_in_a_note():
 def test_a_copy_cannot_take_the_machines_memory():
     """Inside a copy's run, what the process may allocate is capped (a copy that builds something huge fails
     with a MemoryError, which counts as that copy being wrong); the cap is lifted after."""
-    from encdec.checks.probes.repair import _memory_capped
+    from encdec.checks.probes.copies import _memory_capped
     with _memory_capped():
         with pytest.raises(MemoryError):
             np.ones(2 ** 30)  # 8 GiB
