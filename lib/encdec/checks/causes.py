@@ -51,18 +51,14 @@ class Causes:
         builds one). A fix that breaks one of them mended only its own part's cases
         (dropping `+ mask` where that part's masks were all None); it is withdrawn, and the part's cause is
         the fixes that remain, or none. Each part's message is then written again with its cause."""
-        from .probes.repair import finding, rebound, still_right
+        from .probes.repair import finding
         changed, seen = {}, set()
         for _, _, mistake, student in self._causes:
             fixes = getattr(mistake, "fixes", ())
             if not fixes or id(mistake) in seen:
                 continue  # a later part that took an earlier part's fix (_earlier_fix): confirmed with that part
             seen.add(id(mistake))
-            runs = [attempt for answer, attempt in self._runs if answer is student]
-            elsewhere = [(answer, attempt) for answer, attempt in self._runs if answer is not student]
-            kept = [(edit, copy_) for edit, copy_ in fixes if all(still_right(a, copy_) for a in runs)
-                    and all(still_right(a, other) for answer, a in elsewhere
-                            for other in [rebound(copy_, student, answer)] if other is not None)]
+            kept = [(edit, copy_) for edit, copy_ in fixes if self._right_on_every_part(copy_, student)]
             if len(kept) < len(fixes):
                 changed[id(mistake)] = finding(mistake.exercise, mistake.source, kept, None) if kept else None
         for part, _, mistake, student in self._causes:
@@ -91,24 +87,26 @@ class Causes:
         own = self._own_runs.get(id(part))
         if own is None or own.error is not None or own.reference is None:
             return None
-        from .probes.repair import rebound, repair_by, still_right
-        runs = [(answer, a) for answer, a in self._runs if a.error is None and a.reference is not None]
-
-        def right(copy_):  # on every part of the same code, each part's own object where each builds one
-            return all(still_right(a, other) for answer, a in runs
-                       for other in [copy_ if answer is student else rebound(copy_, student, answer)]
-                       if other is not None)
+        from .probes.repair import repair_by
         left = self.REPAIR_SECONDS - getattr(self, "_repaired", 0.0)
         if left > 0.05:
             watch = Stopwatch()
             try:
-                found = repair_by(own.student, right, own.exercise, seconds=left,
-                                  cases=sum(1 + len(a.others) for answer, a in runs if answer is student))
+                found = repair_by(own.student, lambda copy_: self._right_on_every_part(copy_, student), own.exercise,
+                                  seconds=left, cases=sum(1 + len(a.others) for answer, a in self._runs
+                                                          if answer is student))
             finally:
                 self._repaired = getattr(self, "_repaired", 0.0) + watch.spent()
             if found is not None:
                 return found
         return self._locate(own, own.reference)
+
+    def _right_on_every_part(self, copy_, student):
+        """True when a repair's copy of `student` is right on the cases of every part that checked the same code,
+        bound to each part's own object where each part builds one (a part's other answers are not asked)."""
+        from .probes.repair import rebound, still_right
+        return all(still_right(a, other) for answer, a in self._runs
+                   for other in [copy_ if answer is student else rebound(copy_, student, answer)] if other is not None)
 
     def _fits_later_parts(self, part, mistake, student):
         """False for a catalog mistake that a later part of the same answer shows to be a coincidence of this

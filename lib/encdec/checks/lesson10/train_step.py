@@ -15,7 +15,7 @@ from ..comparing import RTOL, RTOL32, compare
 from ..exercises import Exercise, Later
 from ..fixtures import BOS, EOS, PAD, generator
 from ..probes.containers import _generator_read_twice
-from ..probes.repair import _edits, answer_function
+from ..probes.targeted import has_pattern
 from ..running import run_student
 from .small_models import _flat_name, _np_model
 from .torch_checker import Returned, TorchChecker, _error_cause, _one_thread, repaired_with
@@ -176,7 +176,8 @@ def _check_runs(c, label, student, cases, catalog, forbidden, select=range(6)):
         if problem:
             # a parameters() generator read twice first: its effect (no clipping) is a catalog entry's, its cause not
             found = repaired_with(c, student, lambda candidate: _right_steps(candidate, [case, *cases], forbidden),
-                                  kinds=[_generator_read_twice]) if _has(student, _generator_read_twice) else None
+                                  kinds=[_generator_read_twice]) if has_pattern(student, [_generator_read_twice]) \
+                else None
             for m in catalog if found is None else ():
                 value, error = m.run(case.args, {})
                 # every result of both steps, not only this part's: a part that reads the losses alone would
@@ -191,12 +192,6 @@ def _check_runs(c, label, student, cases, catalog, forbidden, select=range(6)):
     return c.part(label, True, cases=cases)
 
 
-
-
-def _has(student, kind):
-    """True when the answer's source has the pattern of the repair's edit `kind` (a copy to try)."""
-    fdef = answer_function(student)
-    return fdef is not None and any(True for _ in _edits(fdef, [kind]))
 
 def _right_steps(candidate, cases, forbidden):
     """True when a copy of the answer (the repair's) gives both steps' every result on every case, the failing case

@@ -23,6 +23,7 @@ class _Runner:
         self.attempt, self.deadline = attempt, deadline
         self.cases = [attempt.case, *attempt.others] if attempt is not None else []
         self.expected = {}
+        self.whole = {}  # case -> whether its whole result can be compared (the reference's equals itself)
         self.depth = 0
 
     def right(self, fn, k):
@@ -36,7 +37,9 @@ class _Runner:
         outcome = self.bounded(lambda: at.rerun(at.args(), at.kwargs(), student=fn))
         if outcome is None or outcome.error is not None:
             return False
-        if self._whole(at):
+        if k not in self.whole:
+            self.whole[k] = self._whole(at)
+        if self.whole[k]:
             return at.is_expected(outcome.value)
         read = dataclasses.replace(self.attempt, case=self.cases[k], others=())  # the part's reading of it
         return dataclasses.replace(read, expected=read.output(self.expected[k])).is_expected(outcome.value)

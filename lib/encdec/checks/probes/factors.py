@@ -23,18 +23,12 @@ def _factor_outside_sum(i, node, fdef):
 
             def apply(n, tree, left=call is node.left):
                 inner, factor = (n.left, n.right) if left else (n.right, n.left)
-                array = _reduced(inner)
-                product = ast.BinOp(array, ast.Mult(), factor)
-                if inner.args and inner.args[0] is array:
-                    inner.args[0] = product
-                else:
-                    inner.func.value = product
+                _multiply_inside(inner, factor)
                 parent = _parent(tree, n)
                 return parent is not None and _replace_child(parent, n, inner)
             yield Edit(i, "factor_outside_sum", apply, f"{moved} in place of `{_text(node)}`",
                        f"`{_text(other)}` multiplies the sum, where the formula sums the products: each term is "
                        f"multiplied by its own `{_text(other)}` before the sum.")
-
 
 
 def _sum_assigned(fdef, name, lineno):
@@ -66,13 +60,7 @@ def _factor_outside_named_sum(i, node, fdef):
             stmt = next((s for s in ast.walk(tree) if isinstance(s, ast.Assign) and s.lineno == line), None)
             if stmt is None:
                 return False
-            call = stmt.value
-            array = _reduced(call)
-            product = ast.BinOp(array, ast.Mult(), factor)
-            if call.args and call.args[0] is array:
-                call.args[0] = product
-            else:
-                call.func.value = product
+            _multiply_inside(stmt.value, factor)
             parent = _parent(tree, n)
             return parent is not None and _replace_child(parent, n, kept)
         yield Edit(i, "factor_outside_sum", apply,
@@ -80,6 +68,17 @@ def _factor_outside_named_sum(i, node, fdef):
                    f"`{named.id}` in place of `{_text(node)}`",
                    f"`{_text(other)}` multiplies `{named.id}`, the sum made on line {made.lineno}, where the formula "
                    f"sums the products: each term is multiplied by its own `{_text(other)}` before the sum.")
+
+
+def _multiply_inside(call, factor):
+    """`np.sum(a, ...)` (or `a.sum(...)`) made `np.sum(a * factor, ...)`, in place."""
+    array = _reduced(call)
+    product = ast.BinOp(array, ast.Mult(), factor)
+    if call.args and call.args[0] is array:
+        call.args[0] = product
+    else:
+        call.func.value = product
+
 
 def _factor_in_one_branch(i, node, fdef):
     """Two returns of the function (a warm-up and a decay), one with a factor (`d_model ** -0.5`) the other lacks."""

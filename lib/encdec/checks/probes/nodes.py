@@ -172,6 +172,13 @@ def numbered_siblings(name):
     return [f"{match.group(1)}{d}{match.group(3)}" for d in "123" if d != match.group(2)] if match else []
 
 
+def unread_siblings(name, fdef):
+    """numbered_siblings(name) that no attribute of the function reads (`norm2_gamma` where the code reads
+    `norm1_gamma` and `norm3_gamma`): the one whose place `name` took."""
+    read = {a.attr for a in ast.walk(fdef) if isinstance(a, ast.Attribute)}
+    return [other for other in numbered_siblings(name) if other not in read]
+
+
 _PLAIN = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Load, ast.operator,
           ast.unaryop)
 NO_VALUE = object()

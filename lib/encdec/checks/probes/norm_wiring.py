@@ -11,7 +11,7 @@ import ast
 import copy
 
 from .moves import _arrays_before
-from .nodes import Edit, _text, numbered_siblings
+from .nodes import Edit, _text, unread_siblings
 
 
 def _normed_alone(node, fdef):
@@ -158,9 +158,7 @@ def _gains_for_a_new_norm(norm, fdef):
     """The gains a norm made again may take: the numbered siblings of the stale norm's gain that the code never
     reads (`norm2_gamma` beside `norm1_gamma` and `norm3_gamma`), else that gain itself."""
     gain = norm.args[1]
-    read = {a.attr for a in ast.walk(fdef) if isinstance(a, ast.Attribute)}
-    unread = [other for other in numbered_siblings(gain.attr) if other not in read] \
-        if isinstance(gain, ast.Attribute) else []
+    unread = unread_siblings(gain.attr, fdef) if isinstance(gain, ast.Attribute) else []
     return [ast.Attribute(gain.value, other, ast.Load()) for other in unread] or [gain]
 
 

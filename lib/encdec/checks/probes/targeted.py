@@ -24,12 +24,15 @@ class Targeted(Probe):
         self.kinds = list(kinds)
 
     def find(self, attempt, probes):
-        if attempt.error is not None or attempt.student is None:
-            return None
-        fdef = answer_function(attempt.student)
-        if fdef is None or not any(True for _ in _edits(fdef, self.kinds)):
+        if attempt.error is not None or attempt.student is None or not has_pattern(attempt.student, self.kinds):
             return None  # no copy to try: the answer is not run again
         return repair(attempt, TARGETED_SECONDS, self.kinds)
+
+
+def has_pattern(student, kinds):
+    """True when the answer's source has the pattern of one of the repair's edits `kinds` (a copy to try)."""
+    fdef = answer_function(student)
+    return fdef is not None and any(True for _ in _edits(fdef, kinds))
 
 
 TARGETED_PROBES = [Targeted(_read_before_update), Targeted(_one_array_appended)]
