@@ -464,9 +464,9 @@ def test_a_copy_that_loops_forever_is_stopped_within_the_budget():
         while i < step:
             i += 1
         return 0.1 * min(1.0, i // warmup)  # fixed by `/`; an edit of `i += 1` loops forever
-    start = time.perf_counter()
+    start = time.thread_time()  # the budget counts this thread's CPU time (checks/clock.py), whatever else runs
     found = repair(attempt_for(counted, ref_warmup, SCHEDULE), seconds=0.5)
-    assert time.perf_counter() - start < 2.0
+    assert time.thread_time() - start < 2.0
     assert found is None or found.key == "repair:integer_division"
 
 

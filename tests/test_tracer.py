@@ -93,10 +93,10 @@ def test_the_tracer_locates_the_first_bad_pass_of_a_loop_and_stays_quiet():
     attempt = Attempt("causal_self_attention", case, got=causal_attention_loop(x, *W),
                       expected=reference(x, *W), student=causal_attention_loop, reference=reference)
     out, err = io.StringIO(), io.StringIO()
-    start = time.perf_counter()
+    start = time.thread_time()  # the budget counts this thread's CPU time (checks/clock.py), whatever else runs
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         finding = P.locate(attempt, reference)
-    assert time.perf_counter() - start < 2.5  # its budget, 1.5 s, and a margin for a busy machine
+    assert time.thread_time() - start < 2.5  # its budget, 1.5 s, and a margin
     assert out.getvalue() == err.getvalue() == ""
     assert finding is not None and finding.key == "trace:line"
     assert "K[..., : t + 2, :]" in finding.diagnosis and "pass 1 of the loop" in finding.diagnosis, finding.diagnosis
